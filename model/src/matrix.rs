@@ -1,0 +1,71 @@
+//! The GPU/NIC connection matrix of `nvidia-smi topo -m`, computed from a topology.
+
+use serde::Serialize;
+
+use crate::bus_id::BusId;
+use crate::path::SmiClass;
+use crate::topology::Topology;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EndpointKind {
+    Gpu,
+    Nic,
+}
+
+/// A row (and column) of the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Endpoint {
+    /// `GPU0`, `NIC3`.
+    pub label: String,
+    pub kind: EndpointKind,
+    pub bus_id: BusId,
+    /// The NIC's device name or the GPU's model, when known.
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Matrix {
+    pub endpoints: Vec<Endpoint>,
+    /// `cells[i][j]`: the class between endpoint `i` and `j`.
+    pub cells: Vec<Vec<SmiClass>>,
+}
+
+impl Topology {
+    /// GPUs in index order, then NICs that have a PCI location, as NIC0.. in the
+    /// order the source listed them.
+    pub fn matrix_endpoints(&self) -> Vec<Endpoint> {
+        let gpus = self.gpus_in_order().into_iter().enumerate().map(|(i, g)| Endpoint {
+            label: format!("GPU{}", g.index.unwrap_or(i as u32)),
+            kind: EndpointKind::Gpu,
+            bus_id: g.bus_id,
+            name: g.name.clone(),
+        });
+        let nics = self.nics.iter().filter_map(|n| n.bus_id.map(|b| (n, b))).enumerate().map(|(i, (nic, bus_id))| {
+            Endpoint { label: format!("NIC{i}"), kind: EndpointKind::Nic, bus_id, name: Some(nic.name.clone()) }
+        });
+        gpus.chain(nics).collect()
+    }
+
+    /// The full matrix. Two NICs on one PCI function (ports of one card) are PIX,
+    /// as nvidia-smi shows them.
+    pub fn matrix(&self) -> Matrix {
+        let endpoints = self.matrix_endpoints();
+        let cells = endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                endpoints
+                    .iter()
+                    .enumerate()
+                    .map(|(j, column)| match (i == j, row.bus_id == column.bus_id) {
+                        (true, _) => SmiClass::Same,
+                        (false, true) => SmiClass::Pix,
+                        (false, false) => self.path(row.bus_id, column.bus_id).smi,
+                    })
+                    .collect()
+            })
+            .collect();
+        Matrix { endpoints, cells }
+    }
+}

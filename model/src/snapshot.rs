@@ -1,0 +1,124 @@
+//! The snapshot: the one serialisable record of a node. Replaying it gives the
+//! same output as the live run that recorded it, on any machine.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::topology::Topology;
+
+/// Bumped whenever a field changes meaning or a required field is added.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Snapshots larger than this are refused before parsing: a real node's
+/// snapshot is tens of kilobytes.
+pub const MAX_SNAPSHOT_BYTES: u64 = 256 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub schema_version: u32,
+    /// `topo 0.1.0`: which build wrote it.
+    #[serde(default)]
+    pub tool: String,
+    #[serde(default)]
+    pub host: HostInfo,
+    pub source: Source,
+    pub topology: Topology,
+    /// Warnings raised while probing (unreadable files, missing driver), replayed
+    /// with the snapshot so a replay reports what the live run reported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
+/// Where the topology came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Source {
+    /// Probed from a sysfs tree (`/` on a live machine).
+    Sysfs { root: String },
+    /// Imported from an NCCL topology XML file.
+    NcclXml { path: String },
+    /// A bundled example machine.
+    Example { name: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {size} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} bytes at most)")]
+    TooLarge { path: String, size: u64 },
+    #[error("{path}: {message}")]
+    Malformed { path: String, message: String },
+    #[error("{path}: not a topo snapshot (no schema_version)")]
+    NotASnapshot { path: String },
+    #[error(
+        "{path}: snapshot schema version {found} is newer than this topo understands ({SCHEMA_VERSION}); use a newer topo"
+    )]
+    NewerSchema { path: String, found: u64 },
+}
+
+impl Snapshot {
+    pub fn new(source: Source, host: HostInfo, topology: Topology, notices: Vec<String>) -> Snapshot {
+        Snapshot {
+            schema_version: SCHEMA_VERSION,
+            tool: format!("topo {}", env!("CARGO_PKG_VERSION")),
+            host,
+            source,
+            topology,
+            notices,
+        }
+    }
+
+    pub fn to_yaml(&self) -> String {
+        serde_yaml::to_string(self).unwrap_or_else(|e| format!("# serialisation failed: {e}\n"))
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+
+    /// Reads a snapshot written as YAML or JSON (JSON is read by the YAML parser).
+    pub fn load(path: &Path) -> Result<Snapshot, SnapshotError> {
+        let name = path.display().to_string();
+        let io = |source| SnapshotError::Io { path: name.clone(), source };
+        let size = std::fs::metadata(path).map_err(io)?.len();
+        if size > MAX_SNAPSHOT_BYTES {
+            return Err(SnapshotError::TooLarge { path: name, size });
+        }
+        let bytes = std::fs::read(path).map_err(io)?;
+        let text = String::from_utf8(bytes).map_err(|e| SnapshotError::Malformed {
+            path: name.clone(),
+            message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        })?;
+        Snapshot::from_text(&text, &name)
+    }
+
+    /// Parses snapshot text; `name` is used in error messages.
+    pub fn from_text(text: &str, name: &str) -> Result<Snapshot, SnapshotError> {
+        let malformed =
+            |e: serde_yaml::Error| SnapshotError::Malformed { path: name.to_string(), message: e.to_string() };
+        // Look at the version before the rest, so a newer file is reported as
+        // newer rather than as whatever field it renamed.
+        let header: serde_yaml::Value = serde_yaml::from_str(text).map_err(malformed)?;
+        let version = match header.get("schema_version") {
+            Some(v) => v.as_u64().ok_or_else(|| SnapshotError::Malformed {
+                path: name.to_string(),
+                message: "schema_version is not a whole number".to_string(),
+            })?,
+            None => return Err(SnapshotError::NotASnapshot { path: name.to_string() }),
+        };
+        if version > u64::from(SCHEMA_VERSION) {
+            return Err(SnapshotError::NewerSchema { path: name.to_string(), found: version });
+        }
+        serde_yaml::from_str(text).map_err(malformed)
+    }
+}

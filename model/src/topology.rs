@@ -1,0 +1,366 @@
+//! The topology graph of one machine: NUMA nodes, the PCI tree, GPUs, NICs,
+//! NVSwitches and NVLink bundles. Every source (sysfs, NVML, NCCL XML, snapshots)
+//! fills in this one structure; views and analyses read only this.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bus_id::BusId;
+use crate::cpuset::CpuSet;
+use crate::pcie::PcieLink;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Topology {
+    #[serde(default)]
+    pub cpu: CpuInfo,
+    #[serde(default)]
+    pub numa_nodes: Vec<NumaNode>,
+    /// Every PCI function the source reported, parents before children.
+    #[serde(default)]
+    pub pci_devices: Vec<PciDevice>,
+    #[serde(default)]
+    pub gpus: Vec<Gpu>,
+    /// RDMA-capable network devices (what `nvidia-smi topo -m` lists as NICs and
+    /// NCCL's IB/RoCE/EFA transports use), plus PCI NICs a topology file names.
+    #[serde(default)]
+    pub nics: Vec<Nic>,
+    #[serde(default)]
+    pub nvswitches: Vec<NvSwitch>,
+    #[serde(default)]
+    pub nvlinks: Vec<NvLinkBundle>,
+    /// Kernel network interfaces (`/sys/class/net`), virtual ones included.
+    #[serde(default)]
+    pub net_interfaces: Vec<NetInterface>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<String>,
+    /// `GenuineIntel`, `AuthenticAMD`, ... as in `/proc/cpuinfo` and NCCL's XML.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sockets: Option<u32>,
+    /// Logical CPUs present (online or not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_cpus: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaNode {
+    /// The kernel's node number; may be sparse, and `-1` in topology files that
+    /// do not know it.
+    pub id: i32,
+    #[serde(default)]
+    pub cpus: CpuSet,
+    /// One entry per node of `Topology::numa_nodes`, in that order (sysfs
+    /// `distance`); empty when unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub distances: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_kib: Option<u64>,
+}
+
+/// What a bridge is in the PCIe hierarchy. Sysfs shows every port; NCCL's XML
+/// shows one node per switch (it folds each downstream port into its switch and
+/// leaves root ports out), so paths count switches, not ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BridgeRole {
+    /// A PCI function of class host bridge (`0x0600xx`) listed as a device (VMs).
+    HostBridge,
+    RootPort,
+    SwitchUpstream,
+    /// Same switch as its parent upstream port.
+    SwitchDownstream,
+    /// A whole switch, as a topology file describes it.
+    Switch,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PciDevice {
+    pub bus_id: BusId,
+    /// Upstream bridge; `None` when the device sits on a host bridge (root complex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<BusId>,
+    /// The root complex (`pci0000:00`) the device descends from, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_bridge: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<BridgeRole>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subsystem_vendor: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subsystem_device: Option<u16>,
+    /// `None` when unknown or `-1` (no affinity reported).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_cpus: Option<CpuSet>,
+    #[serde(default)]
+    pub link: PcieLink,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+}
+
+/// PCI class codes that matter here (24-bit: class, subclass, prog-if).
+pub mod pci_class {
+    pub const HOST_BRIDGE: u32 = 0x0600;
+    pub const PCI_BRIDGE: u32 = 0x0604;
+    pub const OTHER_BRIDGE: u32 = 0x0680;
+
+    /// The 16-bit class + subclass part.
+    pub fn base(class: u32) -> u32 {
+        class >> 8
+    }
+    pub fn is_display(class: u32) -> bool {
+        class >> 16 == 0x03
+    }
+    pub fn is_network(class: u32) -> bool {
+        class >> 16 == 0x02
+    }
+    pub fn is_pci_bridge(class: u32) -> bool {
+        base(class) == PCI_BRIDGE
+    }
+}
+
+pub const NVIDIA_VENDOR: u16 = 0x10de;
+
+impl PciDevice {
+    pub fn new(bus_id: BusId) -> PciDevice {
+        PciDevice { bus_id, ..PciDevice::default() }
+    }
+
+    pub fn is_bridge(&self) -> bool {
+        self.bridge.is_some()
+    }
+
+    pub fn is_nvidia_gpu(&self) -> bool {
+        self.vendor == Some(NVIDIA_VENDOR) && self.class.is_some_and(pci_class::is_display)
+    }
+
+    /// NVSwitches appear as NVIDIA functions of class "other bridge" (`0x068000`).
+    pub fn is_nvswitch(&self) -> bool {
+        self.vendor == Some(NVIDIA_VENDOR) && self.class.is_some_and(|c| pci_class::base(c) == pci_class::OTHER_BRIDGE)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    /// Device index (NVML / CUDA order); `None` when the source does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u32>,
+    pub bus_id: BusId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Compute capability x10 (`90` = 9.0), as NCCL's `sm=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm: Option<u32>,
+    /// NCCL rank recorded in a topology dump (may differ from the index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_rank: Option<u32>,
+    /// GPUDirect RDMA support as NCCL recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gdr: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NicKind {
+    Infiniband,
+    Roce,
+    Efa,
+    Ethernet,
+    #[default]
+    Unknown,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Nic {
+    /// RDMA device name (`mlx5_0`, `rdmap16s27`), or the bus ID for a PCI NIC a
+    /// topology file lists without naming it.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<BusId>,
+    #[serde(default)]
+    pub kind: NicKind,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<NicPort>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_guid: Option<String>,
+    /// Kernel network interfaces on the same PCI function (`ib0`, `ens1f0np0`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub netdevs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gdr: Option<bool>,
+    /// NCCL's net device index and connection limit, kept for XML round trips.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_dev: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_maxconn: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NicPort {
+    pub port: u32,
+    /// `ACTIVE`, `DOWN`, ... (the word after the number in sysfs `state`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// `LinkUp`, `Polling`, `Disabled`, ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phys_state: Option<String>,
+    /// Signalling rate in Gb/s (bits), as `rate` reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_gbps: Option<f64>,
+    /// `InfiniBand` or `Ethernet`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_layer: Option<String>,
+}
+
+impl NicPort {
+    pub fn is_active(&self) -> bool {
+        self.state.as_deref() == Some("ACTIVE")
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetInterface {
+    pub name: String,
+    /// `None` for virtual interfaces (loopback, bridges, veth, tunnels).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<BusId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// Mb/s; `None` when down or unknown (sysfs `-1` or a read error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_mbps: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operstate: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvSwitch {
+    pub bus_id: BusId,
+    /// False for a switch known only as an NVLink target (VMs hide NVSwitches;
+    /// NCCL then writes the placeholder `fffffff:ff:ff.0`).
+    pub visible: bool,
+}
+
+/// What the far end of an NVLink bundle is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "type", content = "bus_id")]
+pub enum NvLinkRemote {
+    Gpu(BusId),
+    NvSwitch(BusId),
+    /// NVLink to the CPU (POWER9, Grace C2C).
+    Cpu,
+}
+
+/// Several NVLinks from one GPU to the same remote device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvLinkBundle {
+    pub gpu: BusId,
+    pub remote: NvLinkRemote,
+    pub links: u32,
+}
+
+impl Topology {
+    pub fn pci(&self, bus_id: BusId) -> Option<&PciDevice> {
+        self.pci_devices.iter().find(|d| d.bus_id == bus_id)
+    }
+
+    pub fn gpu(&self, bus_id: BusId) -> Option<&Gpu> {
+        self.gpus.iter().find(|g| g.bus_id == bus_id)
+    }
+
+    pub fn numa_node(&self, id: i32) -> Option<&NumaNode> {
+        self.numa_nodes.iter().find(|n| n.id == id)
+    }
+
+    /// GPUs in display order: by index where every GPU has one, else by bus ID
+    /// (the order NVML and `CUDA_DEVICE_ORDER=PCI_BUS_ID` use).
+    pub fn gpus_in_order(&self) -> Vec<&Gpu> {
+        let mut gpus: Vec<&Gpu> = self.gpus.iter().collect();
+        if gpus.iter().all(|g| g.index.is_some()) {
+            gpus.sort_by_key(|g| (g.index, g.bus_id));
+        } else {
+            gpus.sort_by_key(|g| g.bus_id);
+        }
+        gpus
+    }
+
+    /// Upstream chain of a device: itself first, then each parent to the top.
+    /// Stops on a cycle or a dangling parent, which a corrupt source could produce.
+    pub fn ancestors(&self, bus_id: BusId) -> Vec<&PciDevice> {
+        let mut chain: Vec<&PciDevice> = Vec::new();
+        let mut next = self.pci(bus_id);
+        while let Some(device) = next {
+            if chain.iter().any(|d| d.bus_id == device.bus_id) {
+                break;
+            }
+            chain.push(device);
+            next = device.parent.and_then(|p| self.pci(p));
+        }
+        chain
+    }
+
+    /// The NUMA node a device belongs to: its own `numa_node`, else the first
+    /// ancestor's, else the node whose CPUs match its `local_cpus`, else the only
+    /// node of a single-node machine.
+    pub fn numa_of(&self, bus_id: BusId) -> Option<i32> {
+        let chain = self.ancestors(bus_id);
+        if let Some(node) = chain.iter().find_map(|d| d.numa_node) {
+            return Some(node);
+        }
+        let by_cpus = chain.iter().find_map(|d| d.local_cpus.as_ref()).and_then(|cpus| {
+            let matching: Vec<&NumaNode> =
+                self.numa_nodes.iter().filter(|n| !n.cpus.is_empty() && cpus.is_subset_of(&n.cpus)).collect();
+            (matching.len() == 1).then(|| matching[0].id)
+        });
+        if by_cpus.is_some() {
+            return by_cpus;
+        }
+        match self.numa_nodes.as_slice() {
+            [only] => Some(only.id),
+            _ => None,
+        }
+    }
+
+    /// The root complex a device hangs off, when known.
+    pub fn host_bridge_of(&self, bus_id: BusId) -> Option<&str> {
+        self.ancestors(bus_id).iter().find_map(|d| d.host_bridge.as_deref())
+    }
+
+    /// NVLink bundles leaving a GPU.
+    pub fn nvlinks_of(&self, gpu: BusId) -> impl Iterator<Item = &NvLinkBundle> {
+        self.nvlinks.iter().filter(move |l| l.gpu == gpu)
+    }
+
+    /// Total NVLinks of a GPU (`NV18` on an H100 SXM).
+    pub fn nvlink_count(&self, gpu: BusId) -> u32 {
+        self.nvlinks_of(gpu).map(|l| l.links).sum()
+    }
+
+    /// The NIC named `name`.
+    pub fn nic(&self, name: &str) -> Option<&Nic> {
+        self.nics.iter().find(|n| n.name == name)
+    }
+
+    /// NUMA distance between two nodes, when the source gave the matrix.
+    pub fn numa_distance(&self, from: i32, to: i32) -> Option<u32> {
+        let column = self.numa_nodes.iter().position(|n| n.id == to)?;
+        self.numa_node(from)?.distances.get(column).copied()
+    }
+}

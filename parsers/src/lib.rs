@@ -1,0 +1,4 @@
+//! `topo-parsers`: readers (and writers) for what GPU machines and NCCL produce.
+//! Pure text in, model types out; nothing here touches hardware.
+
+pub mod nccl_xml;
