@@ -50,6 +50,12 @@ pub enum Source {
     Example { name: String },
 }
 
+/// Renders any JSON value as YAML (all YAML writing goes through this module,
+/// so the YAML crate can be swapped in one place).
+pub fn value_to_yaml(value: &serde_json::Value) -> String {
+    serde_yaml::to_string(value).unwrap_or_else(|e| format!("# serialisation failed: {e}\n"))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
     #[error("{path}: {source}")]

@@ -358,6 +358,23 @@ impl Topology {
         self.nics.iter().find(|n| n.name == name)
     }
 
+    /// Whether a PCI device matters to GPU communication: a GPU, NIC or NVSwitch,
+    /// a device of unknown class that a topology file chose to list, or a bridge
+    /// above any of those.
+    pub fn is_relevant(&self, device: &PciDevice) -> bool {
+        let wanted = |d: &PciDevice| {
+            self.gpu(d.bus_id).is_some()
+                || self.nics.iter().any(|n| n.bus_id == Some(d.bus_id))
+                || self.nvswitches.iter().any(|s| s.bus_id == d.bus_id)
+                || (d.class.is_none() && d.bridge.is_none())
+        };
+        wanted(device)
+            || self
+                .pci_devices
+                .iter()
+                .any(|d| wanted(d) && self.ancestors(d.bus_id).iter().skip(1).any(|a| a.bus_id == device.bus_id))
+    }
+
     /// NUMA distance between two nodes, when the source gave the matrix.
     pub fn numa_distance(&self, from: i32, to: i32) -> Option<u32> {
         let column = self.numa_nodes.iter().position(|n| n.id == to)?;

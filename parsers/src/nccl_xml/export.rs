@@ -45,20 +45,7 @@ pub fn to_xml(topology: &Topology) -> String {
 }
 
 fn is_exported(topology: &Topology, device: &PciDevice) -> bool {
-    if matches!(device.bridge, Some(BridgeRole::RootPort | BridgeRole::SwitchDownstream)) {
-        return false;
-    }
-    let wanted = |d: &PciDevice| {
-        topology.gpu(d.bus_id).is_some()
-            || topology.nics.iter().any(|n| n.bus_id == Some(d.bus_id))
-            || topology.nvswitches.iter().any(|s| s.bus_id == d.bus_id)
-            || (d.class.is_none() && d.bridge.is_none())
-    };
-    wanted(device)
-        || topology
-            .pci_devices
-            .iter()
-            .any(|d| wanted(d) && topology.ancestors(d.bus_id).iter().skip(1).any(|a| a.bus_id == device.bus_id))
+    !matches!(device.bridge, Some(BridgeRole::RootPort | BridgeRole::SwitchDownstream)) && topology.is_relevant(device)
 }
 
 /// The nearest exported ancestor.

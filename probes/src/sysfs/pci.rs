@@ -1,0 +1,186 @@
+//! The PCI tree (`/sys/bus/pci/devices`): devices, their bridges and links.
+
+use std::path::{Component, Path, PathBuf};
+
+use topo_model::pcie::{parse_link_speed, parse_link_width};
+use topo_model::{BridgeRole, BusId, CpuSet, Gpu, NvSwitch, PciDevice, PcieLink, PcieLinkSpec, Topology};
+
+use super::Tree;
+use super::files::{Warnings, link_name, parse_hex_u16, parse_hex_u32, read_parsed};
+use topo_model::topology::pci_class;
+
+/// Where a PCI function sits: its physical directory, the root complex above it
+/// and the chain of bus IDs from the top down to itself.
+struct Placement {
+    dir: PathBuf,
+    host_bridge: Option<String>,
+    chain: Vec<BusId>,
+}
+
+pub(crate) fn read_pci(tree: &Tree, topology: &mut Topology, warnings: &mut Warnings) {
+    let listing = tree.sys("bus/pci/devices");
+    let Ok(entries) = std::fs::read_dir(&listing) else {
+        return;
+    };
+    let mut placements: Vec<Placement> = entries.flatten().filter_map(|e| place(&e.path())).collect();
+    // Bridges a trimmed capture does not list still appear in their children's
+    // paths: add them so every parent link resolves.
+    let mut extra = Vec::new();
+    for placement in &placements {
+        for depth in 1..placement.chain.len() {
+            let bus_id = placement.chain[depth - 1];
+            if !placements.iter().chain(extra.iter()).any(|p: &Placement| p.chain.last() == Some(&bus_id)) {
+                let steps_up = placement.chain.len() - depth;
+                let dir = placement.dir.ancestors().nth(steps_up).map(Path::to_path_buf);
+                if let Some(dir) = dir {
+                    extra.push(Placement {
+                        dir,
+                        host_bridge: placement.host_bridge.clone(),
+                        chain: placement.chain[..depth].to_vec(),
+                    });
+                }
+            }
+        }
+    }
+    placements.extend(extra);
+    placements.sort_by(|a, b| (a.chain.len(), a.chain.last()).cmp(&(b.chain.len(), b.chain.last())));
+    placements.dedup_by(|a, b| a.chain.last() == b.chain.last());
+
+    for placement in &placements {
+        let Some(&bus_id) = placement.chain.last() else { continue };
+        let parent = placement.chain.len().checked_sub(2).and_then(|i| placement.chain.get(i)).copied();
+        let device = read_device(&placement.dir, bus_id, parent, placement.host_bridge.clone(), topology, warnings);
+        topology.pci_devices.push(device);
+    }
+
+    let mut index = 0;
+    for device in &topology.pci_devices {
+        if device.is_nvidia_gpu() {
+            topology.gpus.push(Gpu {
+                // Without the driver, the PCI bus order is the order NVML uses.
+                index: Some(index),
+                bus_id: device.bus_id,
+                name: device.device.and_then(nvidia_product_name).map(str::to_string),
+                ..Gpu::default()
+            });
+            index += 1;
+        } else if device.is_nvswitch() {
+            topology.nvswitches.push(NvSwitch { bus_id: device.bus_id, visible: true });
+        }
+    }
+}
+
+/// Resolves a `/sys/bus/pci/devices/<bdf>` entry into its physical place.
+fn place(entry: &Path) -> Option<Placement> {
+    let dir = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.to_path_buf());
+    let mut host_bridge = None;
+    let mut chain = Vec::new();
+    for component in dir.components() {
+        let Component::Normal(name) = component else { continue };
+        let name = name.to_string_lossy();
+        if name.starts_with("pci") && name.contains(':') {
+            // A new root complex: what came before it is platform plumbing.
+            host_bridge = Some(name.into_owned());
+            chain.clear();
+        } else if let Ok(bus_id) = name.parse::<BusId>() {
+            chain.push(bus_id);
+        }
+    }
+    if chain.is_empty() {
+        // Not a symlink into /sys/devices: all we know is the name.
+        let name = entry.file_name()?.to_string_lossy().parse().ok()?;
+        chain.push(name);
+    }
+    Some(Placement { dir, host_bridge, chain })
+}
+
+fn read_device(
+    dir: &Path,
+    bus_id: BusId,
+    parent: Option<BusId>,
+    host_bridge: Option<String>,
+    topology: &Topology,
+    warnings: &mut Warnings,
+) -> PciDevice {
+    let class = read_parsed(&dir.join("class"), true, warnings, parse_hex_u32);
+    let vendor = read_parsed(&dir.join("vendor"), true, warnings, parse_hex_u16);
+    let parent_role = parent.and_then(|p| topology.pci(p)).and_then(|p| p.bridge);
+    let bridge = class.and_then(|c| bridge_role(c, parent, parent_role));
+    // GPUs are always PCIe devices, so their link files should exist; other
+    // functions (virtio, conventional PCI, extra functions) may lack them.
+    let matters = vendor == Some(topo_model::topology::NVIDIA_VENDOR) && class.is_some_and(pci_class::is_display);
+    let speed = |name: &str, warnings: &mut Warnings| {
+        read_parsed(&dir.join(name), matters, warnings, |t| parse_link_speed(t).ok()).flatten()
+    };
+    let width = |name: &str, warnings: &mut Warnings| {
+        read_parsed(&dir.join(name), matters, warnings, |t| parse_link_width(t).ok()).flatten()
+    };
+    let link = PcieLink {
+        current: PcieLinkSpec::new(speed("current_link_speed", warnings), width("current_link_width", warnings)),
+        max: PcieLinkSpec::new(speed("max_link_speed", warnings), width("max_link_width", warnings)),
+    };
+    let numa_node = read_parsed(&dir.join("numa_node"), false, warnings, |t| t.parse::<i32>().ok()).filter(|n| *n >= 0);
+    let local_cpus = read_parsed(&dir.join("local_cpulist"), false, warnings, |t| CpuSet::parse_list(t).ok())
+        .or_else(|| read_parsed(&dir.join("local_cpus"), false, warnings, |t| CpuSet::parse_mask(t).ok()));
+    PciDevice {
+        bus_id,
+        parent,
+        host_bridge,
+        bridge,
+        class,
+        vendor,
+        device: read_parsed(&dir.join("device"), true, warnings, parse_hex_u16),
+        subsystem_vendor: read_parsed(&dir.join("subsystem_vendor"), false, warnings, parse_hex_u16),
+        subsystem_device: read_parsed(&dir.join("subsystem_device"), false, warnings, parse_hex_u16),
+        numa_node,
+        local_cpus,
+        link,
+        driver: link_name(&dir.join("driver")),
+    }
+}
+
+/// Infers a bridge's role from its position: sysfs paths alternate root port,
+/// switch upstream port, switch downstream port, upstream port of a nested
+/// switch, and so on.
+fn bridge_role(class: u32, parent: Option<BusId>, parent_role: Option<BridgeRole>) -> Option<BridgeRole> {
+    if pci_class::base(class) == pci_class::HOST_BRIDGE {
+        return Some(BridgeRole::HostBridge);
+    }
+    if !pci_class::is_pci_bridge(class) {
+        return None;
+    }
+    Some(match (parent, parent_role) {
+        (None, _) => BridgeRole::RootPort,
+        (Some(_), Some(BridgeRole::SwitchUpstream)) => BridgeRole::SwitchDownstream,
+        _ => BridgeRole::SwitchUpstream,
+    })
+}
+
+/// Marketing names of the NVIDIA parts in our fixtures (pci.ids), used until
+/// NVML supplies the real name.
+fn nvidia_product_name(device: u16) -> Option<&'static str> {
+    Some(match device {
+        0x15f9 => "Tesla P100-SXM2-16GB",
+        0x1db1 => "Tesla V100-SXM2-16GB",
+        0x1db5 => "Tesla V100-SXM2-32GB",
+        0x1db8 => "Tesla V100-SXM3-32GB",
+        0x20b0 => "A100-SXM4-40GB",
+        0x20b2 => "A100-SXM4-80GB",
+        0x20b5 => "A100 80GB PCIe",
+        0x20f1 => "A100-PCIE-40GB",
+        0x20f3 => "A800-SXM4-80GB",
+        0x2204 => "GeForce RTX 3090",
+        0x2230 => "RTX A6000",
+        0x2322 => "H800 PCIe",
+        0x2324 => "H800",
+        0x2330 => "H100 SXM5 80GB",
+        0x2331 => "H100 PCIe",
+        0x2335 => "H200",
+        0x2342 => "GH200 120GB",
+        0x2345 => "GH200 480GB",
+        0x2684 => "GeForce RTX 4090",
+        0x26b1 => "RTX 6000 Ada Generation",
+        0x2901 => "B200",
+        _ => return None,
+    })
+}

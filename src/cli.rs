@@ -1,0 +1,152 @@
+//! Command-line interface: argument definitions and dispatch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use topo_model::{Snapshot, Source};
+
+use crate::output;
+use crate::sources::{self, Origin};
+use crate::views;
+
+#[derive(Parser)]
+#[command(name = "topo", version, about = "GPU cluster topology inspector and NCCL diagnostics", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show how the GPUs, NICs, PCIe switches and NUMA nodes are wired.
+    Show(ShowArgs),
+    /// Record this machine (or a capture, file or example) as a replayable snapshot.
+    Snapshot(SnapshotArgs),
+    /// List the bundled example machines.
+    Examples,
+}
+
+/// Where the machine description comes from. With none of these, this machine is probed.
+#[derive(Args)]
+struct OriginArgs {
+    /// Read sysfs and procfs under DIR instead of `/` (a captured tree).
+    #[arg(long, value_name = "DIR", default_value = "/", conflicts_with_all = ["from", "example"])]
+    sysfs_root: PathBuf,
+    /// Read an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE) or a topo snapshot (YAML or JSON).
+    #[arg(long, value_name = "FILE", conflicts_with = "example")]
+    from: Option<PathBuf>,
+    /// Use a bundled real machine (see `topo examples`).
+    #[arg(long, value_name = "NAME")]
+    example: Option<String>,
+}
+
+impl OriginArgs {
+    fn load(&self) -> anyhow::Result<Snapshot> {
+        let origin = match (&self.from, &self.example) {
+            (Some(path), _) => Origin::File(path),
+            (None, Some(name)) => Origin::Example(name),
+            (None, None) => Origin::Sysfs(&self.sysfs_root),
+        };
+        sources::load(origin)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ShowFormat {
+    /// The matrix like `nvidia-smi topo -m`, plus devices, NUMA nodes and the PCI tree.
+    Plain,
+    Json,
+    Yaml,
+    /// Graphviz: `topo show --format dot | dot -Tsvg > topo.svg`.
+    Dot,
+    /// NCCL topology XML, usable as NCCL_TOPO_FILE.
+    NcclXml,
+}
+
+#[derive(Args)]
+struct ShowArgs {
+    #[command(flatten)]
+    origin: OriginArgs,
+    /// Print the plain text view (the default until the terminal UI lands, and whenever stdout is not a terminal).
+    #[arg(long)]
+    plain: bool,
+    #[arg(long, value_enum, default_value = "plain")]
+    format: ShowFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SnapshotFormat {
+    Yaml,
+    Json,
+}
+
+#[derive(Args)]
+struct SnapshotArgs {
+    #[command(flatten)]
+    origin: OriginArgs,
+    /// Write to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Defaults to JSON when FILE ends in `.json`, else YAML.
+    #[arg(long, value_enum)]
+    format: Option<SnapshotFormat>,
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Show(args) => show(args),
+        Command::Snapshot(args) => snapshot(args),
+        Command::Examples => {
+            let mut text = String::new();
+            for example in crate::examples::EXAMPLES {
+                text.push_str(&format!("{:<22} {}\n", example.name, example.description));
+            }
+            output::print(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Warnings and notices the run raised, on stderr; replaying a snapshot raises
+/// the same ones.
+fn report_notices(snapshot: &Snapshot) {
+    for warning in &snapshot.notices {
+        output::warn(warning);
+    }
+    if snapshot.topology.gpus.is_empty() && matches!(snapshot.source, Source::Sysfs { .. }) {
+        output::notice("no NVIDIA GPU found; showing the CPU, NUMA, PCI and network view");
+    }
+}
+
+fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    let snapshot = args.origin.load()?;
+    report_notices(&snapshot);
+    let _ = args.plain; // the plain view is the only interactive-free view for now
+    let text = match args.format {
+        ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
+        ShowFormat::Json => views::document::json(&snapshot),
+        ShowFormat::Yaml => views::document::yaml(&snapshot),
+        ShowFormat::Dot => views::dot::render(&snapshot.topology),
+        ShowFormat::NcclXml => topo_parsers::nccl_xml::to_xml(&snapshot.topology),
+    };
+    output::print(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
+    let snapshot = args.origin.load()?;
+    report_notices(&snapshot);
+    let json_by_name = args.output.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
+    let format = args.format.unwrap_or(if json_by_name { SnapshotFormat::Json } else { SnapshotFormat::Yaml });
+    let text = match format {
+        SnapshotFormat::Yaml => snapshot.to_yaml(),
+        SnapshotFormat::Json => snapshot.to_json() + "\n",
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))?,
+        None => output::print(&text)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
