@@ -32,8 +32,9 @@ pub struct Matrix {
 }
 
 impl Topology {
-    /// GPUs in index order, then NICs that have a PCI location, as NIC0.. in the
-    /// order the source listed them.
+    /// GPUs in index order, then the RDMA NICs that have a PCI location, as
+    /// NIC0.. in name order (`mlx5_2` before `mlx5_10`), as nvidia-smi numbers
+    /// them. Plain Ethernet ports (NCCL's socket transport) are not NICs here.
     pub fn matrix_endpoints(&self) -> Vec<Endpoint> {
         let gpus = self.gpus_in_order().into_iter().enumerate().map(|(i, g)| Endpoint {
             label: format!("GPU{}", g.index.unwrap_or(i as u32)),
@@ -41,8 +42,18 @@ impl Topology {
             bus_id: g.bus_id,
             name: g.name.clone(),
         });
-        let nics = self.nics.iter().filter_map(|n| n.bus_id.map(|b| (n, b))).enumerate().map(|(i, (nic, bus_id))| {
-            Endpoint { label: format!("NIC{i}"), kind: EndpointKind::Nic, bus_id, name: Some(nic.name.clone()) }
+        let mut nics: Vec<(&crate::Nic, BusId)> = self
+            .nics
+            .iter()
+            .filter(|n| n.kind != crate::NicKind::Ethernet)
+            .filter_map(|n| n.bus_id.map(|b| (n, b)))
+            .collect();
+        nics.sort_by_key(|(n, _)| natural_key(&n.name));
+        let nics = nics.into_iter().enumerate().map(|(i, (nic, bus_id))| Endpoint {
+            label: format!("NIC{i}"),
+            kind: EndpointKind::Nic,
+            bus_id,
+            name: Some(nic.name.clone()),
         });
         gpus.chain(nics).collect()
     }
@@ -68,4 +79,12 @@ impl Topology {
             .collect();
         Matrix { endpoints, cells }
     }
+}
+
+/// Sort key that orders `mlx5_10` after `mlx5_9`: the text before the trailing
+/// number, then the number.
+pub fn natural_key(name: &str) -> (String, u64, String) {
+    let digits_at = name.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
+    let (stem, number) = name.split_at(digits_at);
+    (stem.to_string(), number.parse().unwrap_or(0), name.to_string())
 }

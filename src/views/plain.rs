@@ -141,14 +141,11 @@ fn devices(out: &mut String, topology: &Topology) {
     }
     if !topology.nics.is_empty() {
         out.push_str("NICs:\n");
-        let mut pci_position = 0;
         for nic in &topology.nics {
-            let label = if nic.bus_id.is_some() {
-                pci_position += 1;
-                format!("NIC{}", pci_position - 1)
-            } else {
-                "-".to_string()
-            };
+            let label = matrix_endpoints
+                .iter()
+                .find(|e| e.name.as_deref() == Some(nic.name.as_str()) && Some(e.bus_id) == nic.bus_id)
+                .map_or("-", |e| e.label.as_str());
             let location = nic.bus_id.map_or("(socket, no PCI location)".to_string(), |b| b.to_string());
             let ports: Vec<String> = nic
                 .ports

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use topo_model::matrix::natural_key;
 use topo_model::{BusId, NetInterface, Nic, NicKind, NicPort, Topology};
 
 use super::Tree;
@@ -18,13 +19,6 @@ fn sorted_entries(dir: &Path) -> Vec<std::fs::DirEntry> {
     let mut entries: Vec<_> = std::fs::read_dir(dir).map(|e| e.flatten().collect()).unwrap_or_default();
     entries.sort_by_key(|e| natural_key(&e.file_name().to_string_lossy()));
     entries
-}
-
-/// Sort key that orders `mlx5_10` after `mlx5_9`.
-fn natural_key(name: &str) -> (String, u64, String) {
-    let digits_at = name.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
-    let (stem, number) = name.split_at(digits_at);
-    (stem.to_string(), number.parse().unwrap_or(0), name.to_string())
 }
 
 /// The word after the number in `4: ACTIVE`, `5: LinkUp`.

@@ -16,7 +16,12 @@ pub(crate) fn numa_nodes(tree: &Tree, warnings: &mut Warnings) -> Vec<NumaNode> 
             let name = entry.file_name().to_string_lossy().into_owned();
             let id: i32 = name.strip_prefix("node")?.parse().ok()?;
             let path = entry.path();
-            let cpus = read_parsed(&path.join("cpulist"), true, warnings, |t| CpuSet::parse_list(t).ok());
+            // Old kernels have only the mask form.
+            let cpus = if path.join("cpulist").exists() {
+                read_parsed(&path.join("cpulist"), true, warnings, |t| CpuSet::parse_list(t).ok())
+            } else {
+                read_parsed(&path.join("cpumap"), true, warnings, |t| CpuSet::parse_mask(t).ok())
+            };
             let distances = read_parsed(&path.join("distance"), false, warnings, |t| {
                 t.split_whitespace().map(|d| d.parse::<u32>().ok()).collect::<Option<Vec<u32>>>()
             });
