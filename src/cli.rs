@@ -123,7 +123,9 @@ fn report_notices(snapshot: &Snapshot) {
 fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let snapshot = args.origin.load()?;
     report_notices(&snapshot);
-    let _ = args.plain; // the plain view is the only interactive-free view for now
+    // `--plain` is accepted now so scripts written today keep working when the
+    // terminal UI becomes the default on a terminal; until then every run is plain.
+    let _ = args.plain;
     let text = match args.format {
         ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
         ShowFormat::Json => views::document::json(&snapshot),

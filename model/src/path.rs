@@ -17,27 +17,36 @@ use crate::bus_id::BusId;
 use crate::pcie::{PcieLink, PcieLinkSpec};
 use crate::topology::{BridgeRole, NvLinkRemote, PciDevice, Topology};
 
-/// A connection class in `nvidia-smi topo -m` vocabulary.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// A connection class in `nvidia-smi topo -m` vocabulary; serialised as the
+/// matrix cell (`NV18`, `PIX`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SmiClass {
-    #[serde(rename = "X")]
     Same,
     /// A bonded set of this many NVLinks.
-    #[serde(rename = "NV")]
     Nv(u32),
-    #[serde(rename = "PIX")]
     Pix,
-    #[serde(rename = "PXB")]
     Pxb,
-    #[serde(rename = "PHB")]
     Phb,
-    #[serde(rename = "NODE")]
     Node,
-    #[serde(rename = "SYS")]
     Sys,
     /// The sources do not place one of the devices.
-    #[serde(rename = "?")]
     Unknown,
+}
+
+impl Serialize for SmiClass {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SmiClass {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text == "?" {
+            return Ok(SmiClass::Unknown);
+        }
+        SmiClass::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("not a matrix cell: {text:?}")))
+    }
 }
 
 impl SmiClass {

@@ -50,9 +50,9 @@ pub enum Source {
     Example { name: String },
 }
 
-/// Renders any JSON value as YAML (all YAML writing goes through this module,
+/// Renders any serialisable value as YAML (all YAML goes through this module,
 /// so the YAML crate can be swapped in one place).
-pub fn value_to_yaml(value: &serde_json::Value) -> String {
+pub fn to_yaml_string<T: Serialize>(value: &T) -> String {
     serde_yaml::to_string(value).unwrap_or_else(|e| format!("# serialisation failed: {e}\n"))
 }
 
@@ -85,7 +85,7 @@ impl Snapshot {
     }
 
     pub fn to_yaml(&self) -> String {
-        serde_yaml::to_string(self).unwrap_or_else(|e| format!("# serialisation failed: {e}\n"))
+        to_yaml_string(self)
     }
 
     pub fn to_json(&self) -> String {

@@ -51,11 +51,5 @@ pub fn json(snapshot: &Snapshot) -> String {
 }
 
 pub fn yaml(snapshot: &Snapshot) -> String {
-    serde_yaml_string(&document(snapshot))
-}
-
-fn serde_yaml_string<T: Serialize>(value: &T) -> String {
-    // The model crate owns YAML; go through JSON's value model to reach it.
-    let value = serde_json::to_value(value).unwrap_or_default();
-    topo_model::snapshot::value_to_yaml(&value)
+    topo_model::snapshot::to_yaml_string(&document(snapshot))
 }

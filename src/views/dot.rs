@@ -104,10 +104,9 @@ fn write_device(out: &mut String, topology: &Topology, device: &PciDevice, inden
         let index = gpu.index.map(|i| format!("GPU{i}")).unwrap_or_else(|| "GPU".to_string());
         let name = gpu.name.clone().unwrap_or_default();
         (format!("{index}\\n{name}\\n{bus}"), "#c8e6c9")
-    } else if let Some(nic) = topology.nics.iter().find(|n| n.bus_id == Some(bus)) {
+    } else if topology.nics.iter().any(|n| n.bus_id == Some(bus)) {
         let names: Vec<&str> =
             topology.nics.iter().filter(|n| n.bus_id == Some(bus)).map(|n| n.name.as_str()).collect();
-        let _ = nic;
         (format!("{}\\n{bus}", names.join(", ")), "#bbdefb")
     } else if device.is_nvswitch() {
         (format!("NVSwitch\\n{bus}"), "#d9c7ee")

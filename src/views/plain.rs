@@ -99,6 +99,7 @@ fn matrix(out: &mut String, topology: &Topology, colour: bool) {
             let numa = numa.map_or("N/A".to_string(), |n| n.to_string());
             let _ = write!(out, "{cpus:<16}{numa}");
         }
+        out.truncate(out.trim_end_matches(' ').len());
         out.push('\n');
     }
     out.push('\n');
@@ -122,7 +123,7 @@ fn devices(out: &mut String, topology: &Topology) {
             let name = gpu.name.as_deref().unwrap_or("NVIDIA GPU");
             let sm = gpu.sm.map(|s| format!("  sm {s}")).unwrap_or_default();
             let numa = topology.numa_of(gpu.bus_id).map_or("?".to_string(), |n| n.to_string());
-            let link = device.map(|d| link_text(d)).unwrap_or_default();
+            let link = device.map(link_text).unwrap_or_default();
             let nvlinks = topology.nvlink_count(gpu.bus_id);
             let nvlink = if nvlinks > 0 { format!("  NVLink x{nvlinks}") } else { String::new() };
             let _ =
