@@ -1,15 +1,9 @@
-//! `topo`: how the GPUs of a machine are wired, what NCCL made of it, and
-//! whether the wires carry what they should.
-
-mod cli;
-mod examples;
-mod output;
-mod sources;
-mod views;
+//! The `topo` command; everything lives in the `topo` library.
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use topo::{cli, output};
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();

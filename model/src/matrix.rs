@@ -72,7 +72,7 @@ impl Topology {
                     .map(|(j, column)| match (i == j, row.bus_id == column.bus_id) {
                         (true, _) => SmiClass::Same,
                         (false, true) => SmiClass::Pix,
-                        (false, false) => self.path(row.bus_id, column.bus_id).smi,
+                        (false, false) => self.smi_class(row.bus_id, column.bus_id),
                     })
                     .collect()
             })

@@ -116,6 +116,15 @@ impl fmt::Display for NcclClass {
     }
 }
 
+/// Two devices' upstream chains, where they meet (`chain_a[i]` is
+/// `chain_b[j]`), and the class that gives.
+struct Route<'a> {
+    chain_a: Vec<&'a PciDevice>,
+    chain_b: Vec<&'a PciDevice>,
+    common: Option<(usize, usize)>,
+    class: SmiClass,
+}
+
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Hop {
@@ -276,7 +285,7 @@ impl Topology {
                 bandwidth: self.nvlink_hop_bandwidth(via, second),
             },
         ];
-        let smi = self.pcie_path(a, b).smi;
+        let smi = self.pcie_route(a, b).class;
         Some(Path::new(smi, NcclClass::Nvb, hops))
     }
 
@@ -291,9 +300,12 @@ impl Topology {
             .iter()
             .filter(|g| g.bus_id != gpu)
             .filter_map(|g| {
+                let class = smi_to_nccl(self.pcie_route(g.bus_id, nic).class);
+                if class > NcclClass::Pxb {
+                    return None;
+                }
                 let links = self.nvlinks_between(gpu, g.bus_id);
-                let path = self.pcie_path(g.bus_id, nic);
-                (links > 0 && path.nccl <= NcclClass::Pxb).then_some((g.bus_id, links, path))
+                (links > 0).then(|| (g.bus_id, links, self.pcie_path(g.bus_id, nic)))
             })
             .min_by_key(|(_, _, path)| path.nccl)?;
         let mut hops = vec![Hop {
@@ -306,45 +318,66 @@ impl Topology {
         Some(Path::new(own.smi, NcclClass::Pxn, hops))
     }
 
-    /// The PCIe-only path (what `nvidia-smi topo -mp` shows).
-    pub fn pcie_path(&self, a: BusId, b: BusId) -> Path {
+    /// The class nvidia-smi prints for two devices, without building the hops.
+    pub fn smi_class(&self, a: BusId, b: BusId) -> SmiClass {
         if a == b {
-            return Path::new(SmiClass::Same, NcclClass::Loc, Vec::new());
+            return SmiClass::Same;
         }
+        match self.nvlinks_between(a, b) {
+            0 => self.pcie_route(a, b).class,
+            links => SmiClass::Nv(links),
+        }
+    }
+
+    /// Where two devices' upstream chains meet, and the PCIe class that gives.
+    fn pcie_route(&self, a: BusId, b: BusId) -> Route<'_> {
         let chain_a = self.ancestors(a);
         let chain_b = self.ancestors(b);
         if chain_a.is_empty() || chain_b.is_empty() {
-            return Path::new(SmiClass::Unknown, NcclClass::Dis, Vec::new());
+            return Route { chain_a, chain_b, common: None, class: SmiClass::Unknown };
         }
         let common = chain_a
             .iter()
             .enumerate()
             .find_map(|(i, d)| chain_b.iter().position(|e| e.bus_id == d.bus_id).map(|j| (i, j)));
-        if let Some((i, j)) = common {
-            let mut hops = self.hops_up(&chain_a[..i]);
-            let mut down = self.hops_up(&chain_b[..j]);
-            down.reverse();
-            down.iter_mut().for_each(|h| std::mem::swap(&mut h.from, &mut h.to));
-            hops.extend(down);
-            let lca = chain_a[i];
-            let smi = if lca.bridge == Some(BridgeRole::HostBridge) {
-                SmiClass::Phb
-            } else {
+        let class = match common {
+            Some((i, _)) if chain_a[i].bridge == Some(BridgeRole::HostBridge) => SmiClass::Phb,
+            Some((i, j)) => {
                 let bridges = chain_a[1..=i].iter().chain(chain_b[1..=j].iter());
                 let mut switches: Vec<BusId> = bridges.map(|d| self.switch_of(d)).collect();
                 switches.sort();
                 switches.dedup();
                 if switches.len() <= 1 { SmiClass::Pix } else { SmiClass::Pxb }
-            };
-            return Path::new(smi, smi_to_nccl(smi), hops);
-        }
+            }
+            None => match (self.numa_of(a), self.numa_of(b)) {
+                (Some(x), Some(y)) if x != y => SmiClass::Sys,
+                _ => match (self.host_bridge_of(a), self.host_bridge_of(b)) {
+                    (Some(x), Some(y)) if x != y => SmiClass::Node,
+                    _ => SmiClass::Phb,
+                },
+            },
+        };
+        Route { chain_a, chain_b, common, class }
+    }
 
-        // No common bridge: the path climbs to the CPU.
-        let mut hops = self.hops_up(&chain_a);
-        let (numa_a, numa_b) = (self.numa_of(a), self.numa_of(b));
-        let (hb_a, hb_b) = (self.host_bridge_of(a), self.host_bridge_of(b));
-        let smi = match (numa_a, numa_b) {
-            (Some(x), Some(y)) if x != y => {
+    /// The PCIe-only path (what `nvidia-smi topo -mp` shows).
+    pub fn pcie_path(&self, a: BusId, b: BusId) -> Path {
+        if a == b {
+            return Path::new(SmiClass::Same, NcclClass::Loc, Vec::new());
+        }
+        let route = self.pcie_route(a, b);
+        let (chain_a, chain_b) = (&route.chain_a, &route.chain_b);
+        if route.class == SmiClass::Unknown {
+            return Path::new(SmiClass::Unknown, NcclClass::Dis, Vec::new());
+        }
+        let (up, down) = match route.common {
+            Some((i, j)) => (&chain_a[..i], &chain_b[..j]),
+            None => (&chain_a[..], &chain_b[..]),
+        };
+        let mut hops = self.hops_up(up);
+        match route.class {
+            SmiClass::Sys => {
+                let (x, y) = (self.numa_of(a).unwrap_or(-1), self.numa_of(b).unwrap_or(-1));
                 hops.push(Hop {
                     from: format!("NUMA {x}"),
                     to: format!("NUMA {y}"),
@@ -355,26 +388,20 @@ impl Topology {
                         self.cpu.model,
                     ),
                 });
-                SmiClass::Sys
             }
-            _ => match (hb_a, hb_b) {
-                (Some(x), Some(y)) if x != y => {
-                    hops.push(Hop {
-                        from: x.to_string(),
-                        to: y.to_string(),
-                        kind: HopKind::HostBridges,
-                        bandwidth: None,
-                    });
-                    SmiClass::Node
-                }
-                _ => SmiClass::Phb,
-            },
-        };
-        let mut down = self.hops_up(&chain_b);
-        down.reverse();
-        down.iter_mut().for_each(|h| std::mem::swap(&mut h.from, &mut h.to));
-        hops.extend(down);
-        Path::new(smi, smi_to_nccl(smi), hops)
+            SmiClass::Node => hops.push(Hop {
+                from: self.host_bridge_of(a).unwrap_or("?").to_string(),
+                to: self.host_bridge_of(b).unwrap_or("?").to_string(),
+                kind: HopKind::HostBridges,
+                bandwidth: None,
+            }),
+            _ => {}
+        }
+        let mut back = self.hops_up(down);
+        back.reverse();
+        back.iter_mut().for_each(|h| std::mem::swap(&mut h.from, &mut h.to));
+        hops.extend(back);
+        Path::new(route.class, smi_to_nccl(route.class), hops)
     }
 
     /// The switch a bridge belongs to: a downstream port is part of its parent

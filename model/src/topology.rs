@@ -30,6 +30,48 @@ pub struct Topology {
     /// Kernel network interfaces (`/sys/class/net`), virtual ones included.
     #[serde(default)]
     pub net_interfaces: Vec<NetInterface>,
+    /// Bus ID -> position in `pci_devices`, built on first use; paths look up
+    /// devices many times per matrix cell.
+    #[serde(skip)]
+    pci_index: PciIndex,
+}
+
+/// A lookup cache that can never give a wrong answer: a hit is checked against
+/// the list, and a stale index (the list grew or changed) is rebuilt.
+#[derive(Debug, Default)]
+struct PciIndex(std::sync::Mutex<std::collections::HashMap<BusId, usize>>);
+
+impl PciIndex {
+    fn lookup<'a>(&self, devices: &'a [PciDevice], bus_id: BusId) -> Option<&'a PciDevice> {
+        let Ok(mut index) = self.0.lock() else {
+            return devices.iter().find(|d| d.bus_id == bus_id);
+        };
+        let hit = |index: &std::collections::HashMap<BusId, usize>| {
+            index.get(&bus_id).and_then(|i| devices.get(*i)).filter(|d| d.bus_id == bus_id)
+        };
+        if index.len() == devices.len()
+            && let Some(device) = hit(&index)
+        {
+            return Some(device);
+        }
+        if index.len() != devices.len() || devices.iter().any(|d| d.bus_id == bus_id) {
+            *index = devices.iter().enumerate().map(|(i, d)| (d.bus_id, i)).collect();
+        }
+        hit(&index)
+    }
+}
+
+impl Clone for PciIndex {
+    fn clone(&self) -> Self {
+        PciIndex::default()
+    }
+}
+
+/// The index is a cache: it never makes two topologies differ.
+impl PartialEq for PciIndex {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +179,35 @@ pub mod pci_class {
 }
 
 pub const NVIDIA_VENDOR: u16 = 0x10de;
+
+/// Marketing names of the NVIDIA parts in our fixtures (pci.ids), used until
+/// NVML supplies the real name.
+pub fn nvidia_product_name(device: u16) -> Option<&'static str> {
+    Some(match device {
+        0x15f9 => "Tesla P100-SXM2-16GB",
+        0x1db1 => "Tesla V100-SXM2-16GB",
+        0x1db5 => "Tesla V100-SXM2-32GB",
+        0x1db8 => "Tesla V100-SXM3-32GB",
+        0x20b0 => "A100-SXM4-40GB",
+        0x20b2 => "A100-SXM4-80GB",
+        0x20b5 => "A100 80GB PCIe",
+        0x20f1 => "A100-PCIE-40GB",
+        0x20f3 => "A800-SXM4-80GB",
+        0x2204 => "GeForce RTX 3090",
+        0x2230 => "RTX A6000",
+        0x2322 => "H800 PCIe",
+        0x2324 => "H800",
+        0x2330 => "H100 SXM5 80GB",
+        0x2331 => "H100 PCIe",
+        0x2335 => "H200",
+        0x2342 => "GH200 120GB",
+        0x2345 => "GH200 480GB",
+        0x2684 => "GeForce RTX 4090",
+        0x26b1 => "RTX 6000 Ada Generation",
+        0x2901 => "B200",
+        _ => return None,
+    })
+}
 
 impl PciDevice {
     pub fn new(bus_id: BusId) -> PciDevice {
@@ -278,7 +349,7 @@ pub struct NvLinkBundle {
 
 impl Topology {
     pub fn pci(&self, bus_id: BusId) -> Option<&PciDevice> {
-        self.pci_devices.iter().find(|d| d.bus_id == bus_id)
+        self.pci_index.lookup(&self.pci_devices, bus_id)
     }
 
     pub fn gpu(&self, bus_id: BusId) -> Option<&Gpu> {
@@ -358,21 +429,21 @@ impl Topology {
         self.nics.iter().find(|n| n.name == name)
     }
 
-    /// Whether a PCI device matters to GPU communication: a GPU, NIC or NVSwitch,
-    /// a device of unknown class that a topology file chose to list, or a bridge
-    /// above any of those.
-    pub fn is_relevant(&self, device: &PciDevice) -> bool {
-        let wanted = |d: &PciDevice| {
+    /// PCI devices that matter to GPU communication: GPUs, NICs, NVSwitches,
+    /// devices of unknown class that a topology file chose to list, and every
+    /// bridge above any of those.
+    pub fn relevant_devices(&self) -> std::collections::HashSet<BusId> {
+        let mut relevant = std::collections::HashSet::new();
+        let wanted = self.pci_devices.iter().filter(|d| {
             self.gpu(d.bus_id).is_some()
                 || self.nics.iter().any(|n| n.bus_id == Some(d.bus_id))
                 || self.nvswitches.iter().any(|s| s.bus_id == d.bus_id)
                 || (d.class.is_none() && d.bridge.is_none())
-        };
-        wanted(device)
-            || self
-                .pci_devices
-                .iter()
-                .any(|d| wanted(d) && self.ancestors(d.bus_id).iter().skip(1).any(|a| a.bus_id == device.bus_id))
+        });
+        for device in wanted {
+            relevant.extend(self.ancestors(device.bus_id).iter().map(|a| a.bus_id));
+        }
+        relevant
     }
 
     /// NUMA distance between two nodes, when the source gave the matrix.

@@ -18,8 +18,9 @@ pub fn render(topology: &Topology) -> String {
     out.push_str("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#f4f4f4\", fontname=\"Helvetica\"];\n");
     out.push_str("  edge [fontname=\"Helvetica\", fontsize=10];\n");
     let has_endpoints = !topology.gpus.is_empty() || topology.nics.iter().any(|n| n.bus_id.is_some());
+    let relevant = topology.relevant_devices();
     let shown: Vec<&PciDevice> =
-        topology.pci_devices.iter().filter(|d| !has_endpoints || topology.is_relevant(d)).collect();
+        topology.pci_devices.iter().filter(|d| !has_endpoints || relevant.contains(&d.bus_id)).collect();
 
     let mut numa_ids: Vec<Option<i32>> = topology.numa_nodes.iter().map(|n| Some(n.id)).collect();
     numa_ids.push(None);

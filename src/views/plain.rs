@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use topo_model::{PciDevice, SmiClass, Snapshot, Source, Topology};
+use topo_model::{Endpoint, PciDevice, SmiClass, Snapshot, Source, Topology};
 
 use super::{device_kind, nic_kind};
 
@@ -23,12 +23,12 @@ pub fn render(snapshot: &Snapshot, colour: bool) -> String {
     let topology = &snapshot.topology;
     let mut out = String::new();
     header(&mut out, snapshot);
-    matrix(&mut out, topology, colour);
-    devices(&mut out, topology);
+    let endpoints = matrix(&mut out, topology, colour);
+    devices(&mut out, topology, &endpoints);
     downtrained(&mut out, topology);
     numa(&mut out, topology);
     interfaces(&mut out, topology);
-    pci_tree(&mut out, topology);
+    pci_tree(&mut out, topology, !endpoints.is_empty());
     out
 }
 
@@ -68,11 +68,12 @@ fn paint(text: &str, class: SmiClass, colour: bool) -> String {
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
-fn matrix(out: &mut String, topology: &Topology, colour: bool) {
+/// Writes the matrix and returns its endpoints.
+fn matrix(out: &mut String, topology: &Topology, colour: bool) -> Vec<Endpoint> {
     let matrix = topology.matrix();
     if matrix.endpoints.is_empty() {
         out.push_str("No NVIDIA GPU or RDMA NIC found: no connection matrix.\n\n");
-        return;
+        return matrix.endpoints;
     }
     let width = matrix.endpoints.iter().map(|e| e.label.len()).max().unwrap_or(4).max(6) + 2;
     let _ = write!(out, "{:width$}", "");
@@ -112,13 +113,13 @@ fn matrix(out: &mut String, topology: &Topology, colour: bool) {
         }
     }
     out.push('\n');
+    matrix.endpoints
 }
 
-fn devices(out: &mut String, topology: &Topology) {
-    let matrix_endpoints = topology.matrix_endpoints();
+fn devices(out: &mut String, topology: &Topology, matrix_endpoints: &[Endpoint]) {
     if !topology.gpus.is_empty() {
         out.push_str("GPUs:\n");
-        for (gpu, endpoint) in topology.gpus_in_order().into_iter().zip(&matrix_endpoints) {
+        for (gpu, endpoint) in topology.gpus_in_order().into_iter().zip(matrix_endpoints) {
             let device = topology.pci(gpu.bus_id);
             let name = gpu.name.as_deref().unwrap_or("NVIDIA GPU");
             let sm = gpu.sm.map(|s| format!("  sm {s}")).unwrap_or_default();
@@ -152,10 +153,12 @@ fn devices(out: &mut String, topology: &Topology) {
                 .ports
                 .iter()
                 .map(|p| {
-                    let state = p.state.as_deref().unwrap_or("state ?");
-                    let rate = p.rate_gbps.map_or(String::new(), |r| format!(" {r} Gb/s"));
-                    let layer = p.link_layer.as_deref().map_or(String::new(), |l| format!(" {l}"));
-                    format!("port {}: {state}{rate}{layer}", p.port)
+                    let facts: Vec<String> =
+                        [p.state.clone(), p.rate_gbps.map(|r| format!("{r} Gb/s")), p.link_layer.clone()]
+                            .into_iter()
+                            .flatten()
+                            .collect();
+                    format!("port {}: {}", p.port, if facts.is_empty() { "?".to_string() } else { facts.join(" ") })
                 })
                 .collect();
             let netdevs =
@@ -239,10 +242,10 @@ fn interfaces(out: &mut String, topology: &Topology) {
     out.push('\n');
 }
 
-fn pci_tree(out: &mut String, topology: &Topology) {
-    let has_endpoints = !topology.matrix_endpoints().is_empty();
+fn pci_tree(out: &mut String, topology: &Topology, has_endpoints: bool) {
+    let relevant = topology.relevant_devices();
     let shown: Vec<&PciDevice> =
-        topology.pci_devices.iter().filter(|d| !has_endpoints || topology.is_relevant(d)).collect();
+        topology.pci_devices.iter().filter(|d| !has_endpoints || relevant.contains(&d.bus_id)).collect();
     if shown.is_empty() {
         return;
     }

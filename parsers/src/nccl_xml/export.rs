@@ -9,7 +9,15 @@ use topo_model::{BridgeRole, BusId, Nic, NvLinkRemote, PciDevice, Topology};
 /// NVSwitches, devices of unknown class a file listed) and the bridges above them
 /// are written.
 pub fn to_xml(topology: &Topology) -> String {
-    let exported: Vec<&PciDevice> = topology.pci_devices.iter().filter(|d| is_exported(topology, d)).collect();
+    let relevant = topology.relevant_devices();
+    let exported: Vec<&PciDevice> = topology
+        .pci_devices
+        .iter()
+        .filter(|d| {
+            !matches!(d.bridge, Some(BridgeRole::RootPort | BridgeRole::SwitchDownstream))
+                && relevant.contains(&d.bus_id)
+        })
+        .collect();
     let mut out = String::from("<system version=\"1\">\n");
     let mut numa_ids: Vec<i32> = topology.numa_nodes.iter().map(|n| n.id).collect();
     if numa_ids.is_empty() {
@@ -26,7 +34,7 @@ pub fn to_xml(topology: &Topology) -> String {
         attributes.extend(cpu.family.map(|v| ("familyid", v.to_string())));
         attributes.extend(cpu.model.map(|v| ("modelid", v.to_string())));
         open(&mut out, 1, "cpu", &attributes, false);
-        for device in exported.iter().filter(|d| export_parent(topology, d).is_none()) {
+        for device in exported.iter().filter(|d| export_parent(topology, &exported, d).is_none()) {
             let home = topology.numa_of(device.bus_id).unwrap_or(-1);
             let fallback = !numa_ids.contains(&home) && position == 0;
             if home == *numa || fallback {
@@ -44,13 +52,14 @@ pub fn to_xml(topology: &Topology) -> String {
     out
 }
 
-fn is_exported(topology: &Topology, device: &PciDevice) -> bool {
-    !matches!(device.bridge, Some(BridgeRole::RootPort | BridgeRole::SwitchDownstream)) && topology.is_relevant(device)
-}
-
 /// The nearest exported ancestor.
-fn export_parent(topology: &Topology, device: &PciDevice) -> Option<BusId> {
-    topology.ancestors(device.bus_id).into_iter().skip(1).find(|a| is_exported(topology, a)).map(|a| a.bus_id)
+fn export_parent(topology: &Topology, exported: &[&PciDevice], device: &PciDevice) -> Option<BusId> {
+    topology
+        .ancestors(device.bus_id)
+        .into_iter()
+        .skip(1)
+        .find(|a| exported.iter().any(|e| e.bus_id == a.bus_id))
+        .map(|a| a.bus_id)
 }
 
 fn write_pci(out: &mut String, topology: &Topology, exported: &[&PciDevice], device: &PciDevice, depth: usize) {
@@ -66,7 +75,7 @@ fn write_pci(out: &mut String, topology: &Topology, exported: &[&PciDevice], dev
     attributes.push(("link_width", link.width.unwrap_or(0).to_string()));
 
     let children: Vec<&&PciDevice> =
-        exported.iter().filter(|d| export_parent(topology, d) == Some(device.bus_id)).collect();
+        exported.iter().filter(|d| export_parent(topology, exported, d) == Some(device.bus_id)).collect();
     let gpu = topology.gpu(device.bus_id).filter(|g| {
         g.index.is_some()
             || g.sm.is_some()

@@ -180,7 +180,8 @@ impl Reader<'_, '_> {
         }
         // Skeleton files list GPUs and NICs by class alone; NCCL fills in the rest.
         if is_gpu && !saw_gpu {
-            self.topology.gpus.push(Gpu { bus_id, ..Gpu::default() });
+            let name = self.product_name(bus_id);
+            self.topology.gpus.push(Gpu { bus_id, name, ..Gpu::default() });
         }
         if is_nic && !saw_nic {
             self.topology.nics.push(Nic {
@@ -196,7 +197,7 @@ impl Reader<'_, '_> {
         let gpu = Gpu {
             index: self.attr(node, "dev", |s| s.trim().parse().ok()),
             bus_id,
-            name: None,
+            name: self.product_name(bus_id),
             sm: self.attr(node, "sm", |s| s.trim().parse().ok()),
             nccl_rank: self.attr(node, "rank", |s| s.trim().parse().ok()),
             gdr: self.attr(node, "gdr", parse_flag),
@@ -260,6 +261,15 @@ impl Reader<'_, '_> {
             };
             self.topology.nics.push(nic);
         }
+    }
+
+    /// The product name for an NVIDIA device ID the file gives.
+    fn product_name(&self, bus_id: BusId) -> Option<String> {
+        let device = self.topology.pci(bus_id)?;
+        if device.vendor != Some(topo_model::topology::NVIDIA_VENDOR) {
+            return None;
+        }
+        topo_model::topology::nvidia_product_name(device.device?).map(str::to_string)
     }
 
     /// Marks NVSwitches that exist as PCI devices as visible.

@@ -1,6 +1,6 @@
 //! Reading single-value sysfs files without ever failing the run.
 
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read};
 use std::path::Path;
 
 /// Problems met while reading, reported on stderr and kept in the snapshot.
@@ -38,25 +38,44 @@ const MAX_ATTRIBUTE_BYTES: u64 = 64 * 1024;
 
 /// Reads a one-value file, trimmed. `None` and no warning when it does not exist
 /// (many attributes are optional); `None` and a warning when it exists but cannot
-/// be read, is huge, or is not UTF-8.
+/// be read, is huge, or is not UTF-8. One open and one read: this runs for every
+/// attribute of every PCI function.
 pub fn read_optional(path: &Path, warnings: &mut Warnings) -> Option<String> {
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == ErrorKind::NotFound => return None,
-        Ok(meta) if meta.len() > MAX_ATTRIBUTE_BYTES => {
-            warnings.push(path, &format!("{} bytes is too large for a sysfs attribute", meta.len()));
+    read_attribute(path, false, warnings)
+}
+
+/// Like [`read_optional`], but a missing file is worth a warning too.
+pub fn read_expected(path: &Path, warnings: &mut Warnings) -> Option<String> {
+    read_attribute(path, true, warnings)
+}
+
+fn read_attribute(path: &Path, expected: bool, warnings: &mut Warnings) -> Option<String> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            if expected {
+                warnings.push(path, "missing");
+            }
             return None;
         }
-        _ => {}
-    }
-    match std::fs::read(path) {
-        Ok(bytes) => match String::from_utf8(bytes) {
+        Err(e) => {
+            warnings.push(path, &format!("unreadable ({e})"));
+            return None;
+        }
+    };
+    let mut bytes = Vec::new();
+    match file.take(MAX_ATTRIBUTE_BYTES + 1).read_to_end(&mut bytes) {
+        Ok(_) if bytes.len() as u64 > MAX_ATTRIBUTE_BYTES => {
+            warnings.push(path, "too large for a sysfs attribute");
+            None
+        }
+        Ok(_) => match String::from_utf8(bytes) {
             Ok(text) => Some(text.trim().to_string()),
             Err(_) => {
                 warnings.push(path, "not UTF-8 text");
                 None
             }
         },
-        Err(e) if e.kind() == ErrorKind::NotFound => None,
         // Some attributes (a down link's `speed`) answer EINVAL by design.
         Err(e) if e.raw_os_error() == Some(22) => None,
         Err(e) => {
@@ -64,15 +83,6 @@ pub fn read_optional(path: &Path, warnings: &mut Warnings) -> Option<String> {
             None
         }
     }
-}
-
-/// Like [`read_optional`], but a missing file is worth a warning too.
-pub fn read_expected(path: &Path, warnings: &mut Warnings) -> Option<String> {
-    if !path.exists() {
-        warnings.push(path, "missing");
-        return None;
-    }
-    read_optional(path, warnings)
 }
 
 /// Reads and parses a file; text that does not parse is a warning.

@@ -38,7 +38,8 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
     }
     let tree = Tree { root: root.to_path_buf() };
     let mut warnings = Warnings::default();
-    let mut topology = Topology { cpu: numa::cpu_info(&tree, &mut warnings), ..Topology::default() };
+    let mut topology = Topology::default();
+    topology.cpu = numa::cpu_info(&tree, &mut warnings);
     topology.numa_nodes = numa::numa_nodes(&tree, &mut warnings);
     pci::read_pci(&tree, &mut topology, &mut warnings);
     net::read_rdma(&tree, &mut topology, &mut warnings);

@@ -25,11 +25,13 @@ pub(crate) fn read_pci(tree: &Tree, topology: &mut Topology, warnings: &mut Warn
     let mut placements: Vec<Placement> = entries.flatten().filter_map(|e| place(&e.path())).collect();
     // Bridges a trimmed capture does not list still appear in their children's
     // paths: add them so every parent link resolves.
+    let mut known: std::collections::HashSet<BusId> =
+        placements.iter().filter_map(|p| p.chain.last().copied()).collect();
     let mut extra = Vec::new();
     for placement in &placements {
         for depth in 1..placement.chain.len() {
             let bus_id = placement.chain[depth - 1];
-            if !placements.iter().chain(extra.iter()).any(|p: &Placement| p.chain.last() == Some(&bus_id)) {
+            if known.insert(bus_id) {
                 let steps_up = placement.chain.len() - depth;
                 let dir = placement.dir.ancestors().nth(steps_up).map(Path::to_path_buf);
                 if let Some(dir) = dir {
@@ -60,7 +62,7 @@ pub(crate) fn read_pci(tree: &Tree, topology: &mut Topology, warnings: &mut Warn
                 // Without the driver, the PCI bus order is the order NVML uses.
                 index: Some(index),
                 bus_id: device.bus_id,
-                name: device.device.and_then(nvidia_product_name).map(str::to_string),
+                name: device.device.and_then(topo_model::topology::nvidia_product_name).map(str::to_string),
                 ..Gpu::default()
             });
             index += 1;
@@ -70,9 +72,15 @@ pub(crate) fn read_pci(tree: &Tree, topology: &mut Topology, warnings: &mut Warn
     }
 }
 
-/// Resolves a `/sys/bus/pci/devices/<bdf>` entry into its physical place.
+/// Resolves a `/sys/bus/pci/devices/<bdf>` entry into its physical place. The
+/// link's own text (`../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0`)
+/// names the whole chain, so one `readlink` does what `realpath` would do with
+/// a dozen system calls.
 fn place(entry: &Path) -> Option<Placement> {
-    let dir = std::fs::canonicalize(entry).unwrap_or_else(|_| entry.to_path_buf());
+    let dir = match std::fs::read_link(entry) {
+        Ok(target) => entry.parent().map_or_else(|| target.clone(), |listing| normalise(&listing.join(&target))),
+        Err(_) => entry.to_path_buf(),
+    };
     let mut host_bridge = None;
     let mut chain = Vec::new();
     for component in dir.components() {
@@ -92,6 +100,22 @@ fn place(entry: &Path) -> Option<Placement> {
         chain.push(name);
     }
     Some(Placement { dir, host_bridge, chain })
+}
+
+/// Folds `..` and `.` out of a path without touching the file system (sysfs
+/// links point into `/sys/devices`, which holds no further symlinks on the way).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn read_device(
@@ -153,34 +177,5 @@ fn bridge_role(class: u32, parent: Option<BusId>, parent_role: Option<BridgeRole
         (None, _) => BridgeRole::RootPort,
         (Some(_), Some(BridgeRole::SwitchUpstream)) => BridgeRole::SwitchDownstream,
         _ => BridgeRole::SwitchUpstream,
-    })
-}
-
-/// Marketing names of the NVIDIA parts in our fixtures (pci.ids), used until
-/// NVML supplies the real name.
-fn nvidia_product_name(device: u16) -> Option<&'static str> {
-    Some(match device {
-        0x15f9 => "Tesla P100-SXM2-16GB",
-        0x1db1 => "Tesla V100-SXM2-16GB",
-        0x1db5 => "Tesla V100-SXM2-32GB",
-        0x1db8 => "Tesla V100-SXM3-32GB",
-        0x20b0 => "A100-SXM4-40GB",
-        0x20b2 => "A100-SXM4-80GB",
-        0x20b5 => "A100 80GB PCIe",
-        0x20f1 => "A100-PCIE-40GB",
-        0x20f3 => "A800-SXM4-80GB",
-        0x2204 => "GeForce RTX 3090",
-        0x2230 => "RTX A6000",
-        0x2322 => "H800 PCIe",
-        0x2324 => "H800",
-        0x2330 => "H100 SXM5 80GB",
-        0x2331 => "H100 PCIe",
-        0x2335 => "H200",
-        0x2342 => "GH200 120GB",
-        0x2345 => "GH200 480GB",
-        0x2684 => "GeForce RTX 4090",
-        0x26b1 => "RTX 6000 Ada Generation",
-        0x2901 => "B200",
-        _ => return None,
     })
 }

@@ -1,0 +1,12 @@
+//! `topo`: how the GPUs of a machine are wired, what NCCL made of it, and
+//! whether the wires carry what they should.
+//!
+//! The binary is thin glue over this library: [`cli`] parses arguments,
+//! [`sources`] turns what the user pointed at into a Snapshot, [`views`]
+//! render it.
+
+pub mod cli;
+pub mod examples;
+pub mod output;
+pub mod sources;
+pub mod views;
