@@ -457,3 +457,87 @@ fn effective_link(device: &PciDevice, parent: Option<&PciDevice>) -> PcieLink {
 fn pick_known(device: PcieLinkSpec, port: PcieLinkSpec) -> PcieLinkSpec {
     if port.is_known() { device.min(&port) } else { device }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Hand-made topologies for path types no real fixture here shows
+    //! (DGX-1's NVB mesh, PXN through an NVLink peer).
+    use super::*;
+    use crate::topology::{Gpu, Nic, NicKind, NumaNode, NvLinkBundle, PciDevice};
+
+    fn bus(text: &str) -> BusId {
+        text.parse().unwrap()
+    }
+
+    fn device(id: &str, parent: Option<&str>, numa: i32, bridge: Option<BridgeRole>) -> PciDevice {
+        PciDevice {
+            parent: parent.map(bus),
+            numa_node: Some(numa),
+            bridge,
+            link: PcieLink { current: PcieLinkSpec::new(Some(4), Some(16)), max: PcieLinkSpec::new(Some(4), Some(16)) },
+            ..PciDevice::new(bus(id))
+        }
+    }
+
+    /// GPU A (socket 0) and GPU B (socket 1, behind a switch with the NIC);
+    /// A-B and B-C have NVLink, A-C does not.
+    fn mesh() -> Topology {
+        let mut t = Topology::default();
+        t.cpu.vendor = Some("GenuineIntel".into());
+        t.cpu.model = Some(85);
+        t.numa_nodes = vec![NumaNode { id: 0, ..NumaNode::default() }, NumaNode { id: 1, ..NumaNode::default() }];
+        t.pci_devices = vec![
+            device("0000:10:00.0", None, 0, None),
+            device("0000:80:00.0", None, 1, Some(BridgeRole::Switch)),
+            device("0000:81:00.0", Some("0000:80:00.0"), 1, None),
+            device("0000:82:00.0", Some("0000:80:00.0"), 1, None),
+            device("0000:90:00.0", None, 1, None),
+        ];
+        for (id, sm) in [("0000:10:00.0", 70), ("0000:81:00.0", 70), ("0000:90:00.0", 70)] {
+            t.gpus.push(Gpu { bus_id: bus(id), sm: Some(sm), ..Gpu::default() });
+        }
+        t.nics.push(Nic {
+            name: "mlx5_0".into(),
+            bus_id: Some(bus("0000:82:00.0")),
+            kind: NicKind::Infiniband,
+            ..Nic::default()
+        });
+        let link = |a: &str, b: &str, links| NvLinkBundle { gpu: bus(a), remote: NvLinkRemote::Gpu(bus(b)), links };
+        t.nvlinks = vec![link("0000:10:00.0", "0000:81:00.0", 2), link("0000:81:00.0", "0000:90:00.0", 1)];
+        t
+    }
+
+    #[test]
+    fn nvlink_through_a_peer_is_nvb_and_smi_shows_pcie() {
+        let t = mesh();
+        let path = t.path(bus("0000:10:00.0"), bus("0000:90:00.0"));
+        assert_eq!((path.nccl, path.smi), (NcclClass::Nvb, SmiClass::Sys));
+        assert_eq!(path.hops.len(), 2);
+        // V100: the one-link hop (25 GB/s) is the bottleneck.
+        assert_eq!(path.expected.unwrap().gbps(), 25.0);
+        assert_eq!(path.bottleneck, Some(1));
+        assert_eq!(t.path(bus("0000:10:00.0"), bus("0000:81:00.0")).smi, SmiClass::Nv(2));
+    }
+
+    #[test]
+    fn a_far_nic_reached_through_an_nvlink_peer_is_pxn() {
+        let t = mesh();
+        let path = t.path(bus("0000:10:00.0"), bus("0000:82:00.0"));
+        assert_eq!((path.nccl, path.smi), (NcclClass::Pxn, SmiClass::Sys));
+        assert!(matches!(path.hops[0].kind, HopKind::NvLink { links: 2 }));
+        // Its own PCIe path crosses sockets at Skylake's figure of 10 GB/s.
+        let own = t.pcie_path(bus("0000:10:00.0"), bus("0000:82:00.0"));
+        assert_eq!(own.expected.unwrap().gbps(), 10.0);
+        assert_eq!(t.path(bus("0000:81:00.0"), bus("0000:82:00.0")).nccl, NcclClass::Pix);
+    }
+
+    #[test]
+    fn unknown_devices_and_cycles_do_not_hang_or_panic() {
+        let mut t = mesh();
+        assert_eq!(t.path(bus("0000:10:00.0"), bus("0000:ff:00.0")).smi, SmiClass::Unknown);
+        // A corrupt source could make a device its own grandparent.
+        t.pci_devices[1].parent = Some(bus("0000:81:00.0"));
+        assert_eq!(t.ancestors(bus("0000:82:00.0")).len(), 3);
+        let _ = t.path(bus("0000:82:00.0"), bus("0000:81:00.0"));
+    }
+}

@@ -42,6 +42,21 @@ fn every_fixture_loads_and_round_trips() {
     assert_eq!(count, 14);
 }
 
+/// Inputs the fuzzer once broke (`fuzz/fuzz_targets/nccl_xml.rs`): whatever
+/// imports must export and re-import unchanged.
+#[test]
+fn fuzz_regressions_round_trip() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        if let Ok(first) = import(&text, "fuzz") {
+            let second = import(&to_xml(&first.topology), "export").unwrap();
+            assert_eq!(first.topology, second.topology, "{}", path.display());
+        }
+    }
+}
+
 #[test]
 fn ibm_h100_vm_nvswitches_are_targets_and_widths_are_unknown() {
     let (t, warnings) = load("ibm-gx3d-h100x8.xml");

@@ -126,7 +126,12 @@ fn devices(out: &mut String, topology: &Topology, matrix_endpoints: &[Endpoint])
             let numa = topology.numa_of(gpu.bus_id).map_or("?".to_string(), |n| n.to_string());
             let link = device.map(link_text).unwrap_or_default();
             let nvlinks = topology.nvlink_count(gpu.bus_id);
-            let nvlink = if nvlinks > 0 { format!("  NVLink x{nvlinks}") } else { String::new() };
+            let version = gpu.sm.and_then(topo_model::bandwidth::nvlink_version_for_sm);
+            let nvlink = match (nvlinks, version) {
+                (0, _) => String::new(),
+                (n, Some(v)) => format!("  NVLink x{n} (NVLink{v})"),
+                (n, None) => format!("  NVLink x{n}"),
+            };
             let _ =
                 writeln!(out, "  {:<6} {}  {name}{sm}  NUMA {numa}  PCIe {link}{nvlink}", endpoint.label, gpu.bus_id);
         }

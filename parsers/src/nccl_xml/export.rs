@@ -5,18 +5,18 @@ use std::fmt::Write;
 use topo_model::{BridgeRole, BusId, Nic, NvLinkRemote, PciDevice, Topology};
 
 /// Writes the topology as NCCL topology XML. Root ports and switch downstream
-/// ports are folded away as NCCL does; only devices NCCL cares about (GPUs, NICs,
-/// NVSwitches, devices of unknown class a file listed) and the bridges above them
-/// are written.
+/// ports are folded away as NCCL does. From sysfs, only devices NCCL cares about
+/// (GPUs, NICs, NVSwitches) and the bridges above them are written; everything a
+/// topology file listed is written back.
 pub fn to_xml(topology: &Topology) -> String {
+    // A device with no known root complex came from a topology file, which lists
+    // only what NCCL uses: keep all of it. From sysfs, keep what matters to GPUs.
     let relevant = topology.relevant_devices();
     let exported: Vec<&PciDevice> = topology
         .pci_devices
         .iter()
-        .filter(|d| {
-            !matches!(d.bridge, Some(BridgeRole::RootPort | BridgeRole::SwitchDownstream))
-                && relevant.contains(&d.bus_id)
-        })
+        .filter(|d| !matches!(d.bridge, Some(BridgeRole::RootPort | BridgeRole::SwitchDownstream)))
+        .filter(|d| relevant.contains(&d.bus_id) || d.host_bridge.is_none())
         .collect();
     let mut out = String::from("<system version=\"1\">\n");
     let mut numa_ids: Vec<i32> = topology.numa_nodes.iter().map(|n| n.id).collect();
