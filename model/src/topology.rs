@@ -446,6 +446,51 @@ impl Topology {
         relevant
     }
 
+    /// Puts every list in one canonical order, so two sources describing the same
+    /// machine compare equal and a round trip through any format is exact: the
+    /// PCI tree depth first (roots by NUMA node, then bus ID; children by bus
+    /// ID), GPUs and NVSwitches by bus ID, NICs by bus ID then name (socket NICs
+    /// first), interfaces by name. NVLink bundles keep their per-GPU order.
+    pub fn canonicalize(&mut self) {
+        let numa_rank = |d: &PciDevice| {
+            let numa = d.numa_node.unwrap_or(-1);
+            self.numa_nodes.iter().position(|n| n.id == numa).unwrap_or(usize::MAX)
+        };
+        let known: std::collections::HashSet<BusId> = self.pci_devices.iter().map(|d| d.bus_id).collect();
+        let is_root = |d: &PciDevice| d.parent.is_none_or(|p| !known.contains(&p) || p == d.bus_id);
+        let mut roots: Vec<&PciDevice> = self.pci_devices.iter().filter(|d| is_root(d)).collect();
+        roots.sort_by_key(|d| (numa_rank(d), d.bus_id));
+        let mut ordered: Vec<PciDevice> = Vec::with_capacity(self.pci_devices.len());
+        let mut placed = std::collections::HashSet::new();
+        let mut stack: Vec<&PciDevice> = roots.into_iter().rev().collect();
+        while let Some(device) = stack.pop() {
+            if !placed.insert(device.bus_id) {
+                continue;
+            }
+            ordered.push(device.clone());
+            let mut children: Vec<&PciDevice> = self
+                .pci_devices
+                .iter()
+                .filter(|d| d.parent == Some(device.bus_id) && d.bus_id != device.bus_id)
+                .collect();
+            children.sort_by_key(|d| std::cmp::Reverse(d.bus_id));
+            stack.extend(children);
+        }
+        // Devices only reachable through a parent cycle (corrupt input) go last.
+        let mut rest: Vec<PciDevice> =
+            self.pci_devices.iter().filter(|d| !placed.contains(&d.bus_id)).cloned().collect();
+        rest.sort_by_key(|d| d.bus_id);
+        ordered.extend(rest);
+        self.pci_devices = ordered;
+        self.gpus.sort_by_key(|g| g.bus_id);
+        self.nvswitches.sort_by_key(|s| s.bus_id);
+        self.nics.sort_by(|a, b| {
+            (a.bus_id, crate::matrix::natural_key(&a.name)).cmp(&(b.bus_id, crate::matrix::natural_key(&b.name)))
+        });
+        self.nvlinks.sort_by_key(|l| l.gpu);
+        self.net_interfaces.sort_by_key(|i| crate::matrix::natural_key(&i.name));
+    }
+
     /// NUMA distance between two nodes, when the source gave the matrix.
     pub fn numa_distance(&self, from: i32, to: i32) -> Option<u32> {
         let column = self.numa_nodes.iter().position(|n| n.id == to)?;

@@ -272,12 +272,14 @@ impl Reader<'_, '_> {
         topo_model::topology::nvidia_product_name(device.device?).map(str::to_string)
     }
 
-    /// Marks NVSwitches that exist as PCI devices as visible.
+    /// Marks NVSwitches that exist as PCI devices as visible, and puts the lists
+    /// in canonical order.
     fn finish(&mut self) {
         let known: Vec<BusId> = self.topology.pci_devices.iter().map(|d| d.bus_id).collect();
         for switch in &mut self.topology.nvswitches {
             switch.visible |= known.contains(&switch.bus_id);
         }
+        self.topology.canonicalize();
     }
 }
 

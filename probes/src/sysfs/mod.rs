@@ -44,6 +44,7 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
     pci::read_pci(&tree, &mut topology, &mut warnings);
     net::read_rdma(&tree, &mut topology, &mut warnings);
     net::read_net_interfaces(&tree, &mut topology, &mut warnings);
+    topology.canonicalize();
     let host = HostInfo {
         hostname: files::read_optional(&tree.proc("sys/kernel/hostname"), &mut warnings),
         kernel: files::read_optional(&tree.proc("sys/kernel/osrelease"), &mut warnings),
