@@ -94,6 +94,29 @@ pub struct CpuInfo {
     pub logical_cpus: Option<u32>,
 }
 
+impl CpuInfo {
+    /// A human name: the kernel's model name when known, else the generation
+    /// that NCCL's vendor/family/model numbers stand for.
+    pub fn describe(&self) -> Option<String> {
+        if let Some(name) = &self.model_name {
+            return Some(name.clone());
+        }
+        let generation = match (self.vendor.as_deref()?, self.family, self.model) {
+            ("GenuineIntel", Some(6), Some(85)) => Some("Intel Xeon Skylake/Cascade Lake"),
+            ("GenuineIntel", Some(6), Some(106)) => Some("Intel Xeon Ice Lake"),
+            ("GenuineIntel", Some(6), Some(143)) => Some("Intel Xeon Sapphire Rapids"),
+            ("GenuineIntel", Some(6), Some(207)) => Some("Intel Xeon Emerald Rapids"),
+            ("GenuineIntel", Some(6), Some(173)) => Some("Intel Xeon Granite Rapids"),
+            // Older NCCL wrote AMD families as 0xF + (extended family << 4).
+            ("AuthenticAMD", Some(23 | 143), _) => Some("AMD EPYC Zen/Zen 2"),
+            ("AuthenticAMD", Some(25 | 175), _) => Some("AMD EPYC Zen 3/Zen 4"),
+            ("AuthenticAMD", Some(26), _) => Some("AMD EPYC Zen 5"),
+            _ => None,
+        };
+        Some(generation.map_or_else(|| self.vendor.clone().unwrap_or_default(), str::to_string))
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NumaNode {
     /// The kernel's node number; may be sparse, and `-1` in topology files that

@@ -42,7 +42,7 @@ fn header(out: &mut String, snapshot: &Snapshot) {
     let _ = writeln!(out, "{host}: {source}");
     let cpu = &snapshot.topology.cpu;
     let mut facts = Vec::new();
-    facts.extend(cpu.model_name.clone().or_else(|| cpu.vendor.clone()));
+    facts.extend(cpu.describe());
     facts.extend(cpu.sockets.map(|s| format!("{s} socket{}", if s == 1 { "" } else { "s" })));
     facts.extend(cpu.logical_cpus.map(|c| format!("{c} logical CPUs")));
     facts.push(format!(
