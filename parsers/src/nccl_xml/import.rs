@@ -132,11 +132,11 @@ impl Reader<'_, '_> {
         let class = self.attr(node, "class", |s| u32::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok());
         let speed = self.attr(node, "link_speed", |s| parse_link_speed(s).ok()).flatten();
         let width = self.attr(node, "link_width", |s| parse_link_width(s).ok()).flatten();
-        let has_pci_children = node.children().any(|c| c.has_tag_name("pci"));
+        // A `<pci>` of unknown class is a switch if anything was read below it
+        // (decided after its children, since unreadable ones are skipped).
         let bridge = match class {
             Some(c) if pci_class::base(c) == pci_class::HOST_BRIDGE => Some(BridgeRole::HostBridge),
             Some(c) if pci_class::is_pci_bridge(c) => Some(BridgeRole::Switch),
-            None if has_pci_children => Some(BridgeRole::Switch),
             _ => None,
         };
         let device = PciDevice {
@@ -162,6 +162,7 @@ impl Reader<'_, '_> {
             self.topology.nvswitches.push(NvSwitch { bus_id, visible: true });
         }
 
+        let devices_before_children = self.topology.pci_devices.len();
         let mut saw_gpu = false;
         let mut saw_nic = false;
         for child in node.children().filter(Node::is_element) {
@@ -177,6 +178,12 @@ impl Reader<'_, '_> {
                 }
                 _ => {}
             }
+        }
+        if class.is_none()
+            && self.topology.pci_devices.len() > devices_before_children
+            && let Some(device) = self.topology.pci_devices.iter_mut().find(|d| d.bus_id == bus_id)
+        {
+            device.bridge = Some(BridgeRole::Switch);
         }
         // Skeleton files list GPUs and NICs by class alone; NCCL fills in the rest.
         if is_gpu && !saw_gpu {
