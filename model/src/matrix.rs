@@ -84,7 +84,25 @@ impl Topology {
 /// Sort key that orders `mlx5_10` after `mlx5_9`: the text before the trailing
 /// number, then the number.
 pub fn natural_key(name: &str) -> (String, u64, String) {
-    let digits_at = name.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
+    // Byte index just past the last non-digit; digits are ASCII, so this is
+    // always a character boundary, whatever the name holds.
+    let digits_at = name.char_indices().rev().find(|(_, c)| !c.is_ascii_digit()).map_or(0, |(i, c)| i + c.len_utf8());
     let (stem, number) = name.split_at(digits_at);
-    (stem.to_string(), number.parse().unwrap_or(0), name.to_string())
+    (stem.to_string(), number.parse().unwrap_or(u64::MAX), name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::natural_key;
+
+    #[test]
+    fn natural_order_and_any_text() {
+        let mut names = vec!["mlx5_10", "mlx5_9", "mlx5_bond_0", "ib0"];
+        names.sort_by_key(|n| natural_key(n));
+        assert_eq!(names, ["ib0", "mlx5_9", "mlx5_10", "mlx5_bond_0"]);
+        // Found by the fuzzer: a multi-byte character right before the digits.
+        assert_eq!(natural_key("eth\u{fffd}12").1, 12);
+        assert_eq!(natural_key("\u{fffd}").0, "\u{fffd}");
+        assert_eq!(natural_key("99999999999999999999999").1, u64::MAX);
+    }
 }
