@@ -113,7 +113,9 @@ impl Reader<'_, '_> {
         for child in cpu.children().filter(Node::is_element) {
             match child.tag_name().name() {
                 "pci" => self.pci(child, None, numa),
-                "nic" => self.nic(child, None, None),
+                "nic" => {
+                    self.nic(child, None, None);
+                }
                 _ => {}
             }
         }
@@ -172,10 +174,7 @@ impl Reader<'_, '_> {
                     saw_gpu = true;
                     self.gpu(child, bus_id);
                 }
-                "nic" => {
-                    saw_nic = true;
-                    self.nic(child, Some(bus_id), class);
-                }
+                "nic" => saw_nic |= self.nic(child, Some(bus_id), class) > 0,
                 _ => {}
             }
         }
@@ -242,7 +241,9 @@ impl Reader<'_, '_> {
         self.topology.nvlinks.push(NvLinkBundle { gpu, remote, links });
     }
 
-    fn nic(&mut self, node: Node, bus_id: Option<BusId>, class: Option<u32>) {
+    /// Reads the `<net>`s of a `<nic>`; returns how many NICs it added.
+    fn nic(&mut self, node: Node, bus_id: Option<BusId>, class: Option<u32>) -> usize {
+        let before = self.topology.nics.len();
         let vendor = bus_id.and_then(|b| self.topology.pci(b)).and_then(|d| d.vendor);
         for net in node.children().filter(|c| c.has_tag_name("net")) {
             let Some(name) = net.attribute("name").map(str::to_string) else {
@@ -268,6 +269,7 @@ impl Reader<'_, '_> {
             };
             self.topology.nics.push(nic);
         }
+        self.topology.nics.len() - before
     }
 
     /// The product name for an NVIDIA device ID the file gives.
