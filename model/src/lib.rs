@@ -9,6 +9,7 @@ pub mod bandwidth;
 pub mod bus_id;
 pub mod cpuset;
 pub mod matrix;
+pub mod nccl;
 pub mod path;
 pub mod pcie;
 pub mod snapshot;

@@ -200,6 +200,10 @@ impl Reader<'_, '_> {
     }
 
     fn gpu(&mut self, node: Node, bus_id: BusId) {
+        if self.topology.gpu(bus_id).is_some() {
+            self.warn(node, format!("a second <gpu> for PCI device {bus_id}; skipped"));
+            return;
+        }
         let gpu = Gpu {
             index: self.attr(node, "dev", |s| s.trim().parse().ok()),
             bus_id,

@@ -1,0 +1,253 @@
+//! What an NCCL debug log says: communicators, their ranks, rings, trees and the
+//! transport of every connection, plus the network, environment overrides,
+//! warnings and per-collective statistics. Serialised as `topo nccl --format json`,
+//! a documented interface (`docs/nccl-report.md`); bump [`NCCL_REPORT_SCHEMA_VERSION`]
+//! whenever a field changes meaning.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bus_id::BusId;
+
+pub const NCCL_REPORT_SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NcclReport {
+    pub schema_version: u32,
+    /// Every input read, with its line counts (or why it could not be read).
+    pub inputs: Vec<InputSummary>,
+    /// Distinct `NCCL version` strings (`2.23.4+cuda12.4`).
+    pub nccl_versions: Vec<String>,
+    /// Hostnames as NCCL printed them, sorted.
+    pub hosts: Vec<String>,
+    /// Distinct (host, pid) pairs that printed NCCL lines.
+    pub processes: u64,
+    pub communicators: Vec<Communicator>,
+    pub network: Network,
+    /// `NCCL_X set by environment to Y`, one entry per variable and value.
+    pub env_overrides: Vec<EnvOverride>,
+    /// WARN lines: the first few of each distinct text, each with where it was.
+    pub warnings: Vec<Warning>,
+    /// All WARN lines, including repeats not listed in `warnings`.
+    pub warning_count: u64,
+    /// `file:line -> N` error-propagation lines: the ncclResult_t codes seen.
+    pub error_codes: Vec<ErrorTrace>,
+    /// Per collective, from `NCCL_DEBUG_SUBSYS=COLL` lines.
+    pub collectives: BTreeMap<String, CollectiveStats>,
+    /// Algorithm/protocol choices from TUNING lines, per collective.
+    pub tuning: Vec<TuningChoice>,
+    /// `Init COMPLETE` lines seen.
+    pub init_complete: u64,
+    /// Exact transport strings after `via`, with the number of lines each.
+    pub via: BTreeMap<String, u64>,
+    /// Lines read, lines holding an NCCL marker or message, and lines nothing was
+    /// learnt from (application output, formats not understood).
+    pub lines: u64,
+    pub nccl_lines: u64,
+    pub unparsed_lines: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InputSummary {
+    pub name: String,
+    pub lines: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Communicator {
+    /// `commId` (2.16+) when printed, else a label built from what is known.
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nranks: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nnodes: Option<u32>,
+    pub ranks: Vec<RankInfo>,
+    pub rings: Vec<Ring>,
+    pub trees: Vec<TreeNode>,
+    pub connections: Vec<Connection>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<ChannelCounts>,
+    pub graphs: Vec<GraphSearch>,
+    /// Ranks that printed `Init COMPLETE`.
+    pub init_complete: Vec<u32>,
+    /// Slowest `Init timings` total over the ranks, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankInfo {
+    pub rank: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_dev: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvml_dev: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<BusId>,
+}
+
+/// A ring channel: the order ranks pass data in, wrapping from last to first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ring {
+    pub channel: u32,
+    pub order: Vec<u32>,
+}
+
+/// One rank's place in a tree channel. `parent` -1 is the root.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeNode {
+    pub channel: u32,
+    pub rank: u32,
+    pub parent: i64,
+    pub children: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Send,
+    Receive,
+    /// P2P and SHM lines name no side (the sender prints them).
+    None,
+}
+
+/// How a connection moves data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    /// GPU to GPU (NVLink or PCIe): `P2P/IPC`, `P2P/CUMEM`, `P2P/direct pointer`, ...
+    P2p,
+    /// Through host shared memory.
+    Shm,
+    /// InfiniBand / RoCE verbs (`NET/IB`, `NET/IBext*`).
+    NetIb,
+    NetSocket,
+    /// aws-ofi-nccl (`NET/AWS Libfabric`, `NET/Libfabric`).
+    NetOfi,
+    /// Another network plugin.
+    NetOther,
+    CollNet,
+    Other,
+}
+
+/// One connection line (`Channel 02/0 : 3[3] -> 4[4] [send] via NET/IB/1/GDRDMA`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connection {
+    pub channel: u32,
+    /// 0 = collective (ring/tree) connection, 1 = point-to-point (2.12+).
+    pub conn_index: u32,
+    pub from: u32,
+    /// `None` for CollNet lines, which name one rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<u32>,
+    pub direction: Direction,
+    pub transport: TransportKind,
+    /// The text after `via`.
+    pub detail: String,
+    /// GPUDirect RDMA (`/GDRDMA`).
+    pub gdr: bool,
+    /// PXN: the local rank whose NIC carries it (`NET/IB/0(7)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_rank: Option<u32>,
+    /// Whether the two ranks are on different hosts, when both hosts are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_node: Option<bool>,
+}
+
+/// `N coll channels, N collnet channels, N nvls channels, N p2p channels, N p2p channels per peer`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelCounts {
+    pub coll: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collnet: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvls: Option<u32>,
+    pub p2p: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p2p_per_peer: Option<u32>,
+}
+
+/// A graph-search result (`Pattern 4, crossNic 0, nChannels 2, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphSearch {
+    pub pattern: u32,
+    pub channels: u32,
+    pub bw_intra: f64,
+    pub bw_inter: f64,
+    pub type_intra: String,
+    pub type_inter: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Network {
+    /// `Using network X`: `IB`, `Socket`, `IBext_v8`, `AWS Libfabric`, ...
+    pub used: Vec<String>,
+    /// Devices NCCL listed (`mlx5_0:1/RoCE`, `eth0:10.0.0.1<0>`).
+    pub devices: Vec<String>,
+    /// Per-HCA GPUDirect RDMA capability lines (`mlx5_0` -> enabled).
+    pub gdr_by_hca: BTreeMap<String, bool>,
+    /// Bootstrap interfaces (`eth0:10.7.147.73<0>`).
+    pub bootstrap: Vec<String>,
+    /// `NET/IB : No device found.` was printed.
+    pub ib_not_found: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct EnvOverride {
+    pub name: String,
+    pub value: String,
+    /// Hosts that printed it (empty when lines carry no host).
+    pub hosts: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// The CUDA device in the line prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_dev: Option<u32>,
+    pub file: String,
+    pub line: u64,
+    pub text: String,
+    /// Lines with this same text (this one included).
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ErrorTrace {
+    /// `transport/net_ib.cc:1295`
+    pub location: String,
+    pub code: i64,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveStats {
+    pub calls: u64,
+    /// Message sizes in bytes: `(upper bound of a power-of-two bucket, calls)`.
+    pub size_histogram: Vec<(u64, u64)>,
+    pub total_bytes: u64,
+    /// The highest `opCount` seen, per (host, pid, comm) — where each rank got to.
+    pub last_op_count: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TuningChoice {
+    pub collective: String,
+    pub algorithm: String,
+    pub protocol: String,
+    /// Message size in bytes, when the line says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    pub count: u64,
+}

@@ -1,0 +1,169 @@
+//! Splitting one log line into NCCL's prefix and the message.
+//!
+//! NCCL writes `host:pid:tid [cudaDev] NCCL INFO msg` and
+//! `host:pid:tid [cudaDev] file:line [(function)] NCCL WARN msg`. In the wild the
+//! prefix is wrapped in launcher tags (`[1,0]<stdout>:`, `(RayTrainWorker pid=...)`,
+//! `[rank3]:`), preceded by a timestamp (2.26+ WARN), redacted, stripped, or cut in
+//! half by another process writing at the same moment. The prefix is therefore
+//! read from the marker leftwards, taking only what has NCCL's shape.
+
+/// Which NCCL logger produced the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Trace,
+    Call,
+    Abort,
+    /// No marker: a bare message (version line, prefix-stripped logs) or not NCCL at all.
+    Bare,
+}
+
+/// The parts of one line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogLine<'a> {
+    pub level: Level,
+    pub host: Option<&'a str>,
+    pub pid: Option<u64>,
+    pub tid: Option<u64>,
+    pub cuda_dev: Option<u32>,
+    /// WARN lines: the `file:line` of the code that warned.
+    pub source: Option<&'a str>,
+    pub message: &'a str,
+    /// Another process's line was cut off by this one's prefix.
+    pub interrupted: bool,
+}
+
+const MARKERS: [(&str, Level); 5] = [
+    ("NCCL INFO", Level::Info),
+    ("NCCL WARN", Level::Warn),
+    ("NCCL TRACE", Level::Trace),
+    ("NCCL CALL", Level::Call),
+    ("NCCL ABORT", Level::Abort),
+];
+
+/// Finds the last level marker in the line.
+fn last_marker(line: &str) -> Option<(usize, usize, Level)> {
+    let finder = memchr::memmem::Finder::new(b"NCCL ");
+    let mut found = None;
+    for start in finder.find_iter(line.as_bytes()) {
+        let rest = &line[start..];
+        for (marker, level) in MARKERS {
+            if rest.starts_with(marker) {
+                let end = start + marker.len();
+                // The marker ends the prefix: a space or the end of line follows.
+                if line[end..].is_empty() || line[end..].starts_with(' ') {
+                    found = Some((start, end, level));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Splits a line (already without its line ending).
+pub fn split(line: &str) -> LogLine<'_> {
+    let Some((start, end, level)) = last_marker(line) else {
+        return LogLine {
+            level: Level::Bare,
+            host: None,
+            pid: None,
+            tid: None,
+            cuda_dev: None,
+            source: None,
+            message: strip_launcher_tag(line.trim()),
+            interrupted: false,
+        };
+    };
+    let message = line[end..].trim();
+    let before = line[..start].trim_end();
+    let interrupted = last_marker(before).is_some();
+    let mut tokens = before.rsplit(' ').filter(|t| !t.is_empty());
+    let mut next = tokens.next();
+    let mut source = None;
+    if level == Level::Warn || level == Level::Trace {
+        // `(function)` (2.30.7), then `file:line` (TRACE: `function:line`, after
+        // a milliseconds field).
+        if next.is_some_and(|t| t.starts_with('(') && t.ends_with(')')) {
+            next = tokens.next();
+        }
+        if next.is_some_and(|t| t.rsplit_once(':').is_some_and(|(_, n)| n.parse::<u64>().is_ok())) {
+            source = next;
+            next = tokens.next();
+        }
+        if level == Level::Trace && next.is_some_and(|t| t.parse::<f64>().is_ok()) {
+            next = tokens.next();
+        }
+    }
+    let mut cuda_dev = None;
+    if let Some(dev) = next.and_then(|t| t.strip_prefix('[')).and_then(|t| t.strip_suffix(']')) {
+        cuda_dev = dev.parse().ok();
+        next = tokens.next();
+    }
+    let (host, pid, tid) = next.map_or((None, None, None), host_pid_tid);
+    LogLine { level, host, pid, tid, cuda_dev, source, message, interrupted }
+}
+
+/// `host:pid:tid`, possibly glued to a launcher tag (`[1,0]<stdout>:host:1:2`) or
+/// a redacted `pod-id:num:num`.
+fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
+    let mut fields = token.rsplitn(4, ':');
+    let tid = fields.next();
+    let pid = fields.next();
+    let host = fields.next();
+    let (Some(tid), Some(pid), Some(host)) = (tid, pid, host) else {
+        return (None, None, None);
+    };
+    let host = host.rsplit(['>', ']', ')']).next().unwrap_or(host);
+    let host = (!host.is_empty()).then_some(host);
+    (host, pid.parse().ok(), tid.parse().ok())
+}
+
+/// Removes a launcher's tag from a bare line: `[1,0]<stdout>:`, `[rank0]:`.
+fn strip_launcher_tag(line: &str) -> &str {
+    if line.starts_with('[')
+        && let Some(end) = line.find(">:").or_else(|| line.find("]:"))
+    {
+        return line[end + 2..].trim_start();
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_warn_and_launcher_tags() {
+        let line = split("gpu34:1234:5678 [3] NCCL INFO Channel 00/02 :    0   1");
+        assert_eq!((line.level, line.host, line.pid, line.tid, line.cuda_dev), (Level::Info, Some("gpu34"), Some(1234), Some(5678), Some(3)));
+        assert_eq!(line.message, "Channel 00/02 :    0   1");
+
+        let warn = split("[2026-04-22 21:34:20] host:202016:202235 [0] misc/shmutils.cc:88 NCCL WARN Error: failed");
+        assert_eq!((warn.level, warn.host, warn.source, warn.message), (Level::Warn, Some("host"), Some("misc/shmutils.cc:88"), "Error: failed"));
+
+        let new_warn = split("h:1:2 [0] transport/net_ib.cc:99 (ncclIbConnect) NCCL WARN NET/IB : oops");
+        assert_eq!((new_warn.source, new_warn.message), (Some("transport/net_ib.cc:99"), "NET/IB : oops"));
+
+        let mpi = split("[1,0]<stdout>:ip-10-0-0-1:44:55 [0] NCCL INFO Using network AWS Libfabric");
+        assert_eq!((mpi.host, mpi.pid), (Some("ip-10-0-0-1"), Some(44)));
+
+        let ray = split("(RayTrainWorker pid=615, ip=10.72.7.6) worker-l4:615:18953 [2] NCCL INFO AllReduce: opCount 1");
+        assert_eq!((ray.host, ray.cuda_dev), (Some("worker-l4"), Some(2)));
+    }
+
+    #[test]
+    fn interleaved_redacted_and_bare() {
+        let line = split("hostA:1:2 [6] NCCL INFO hostA:1:3 [7] NCCL INFO Ring 04 : 7[7] -> 3[3] via P2P/IPC");
+        assert_eq!((line.tid, line.cuda_dev, line.interrupted), (Some(3), Some(7), true));
+        assert_eq!(line.message, "Ring 04 : 7[7] -> 3[3] via P2P/IPC");
+
+        let redacted = split("pod-id:num:num [3] NCCL INFO NVLS multicast support is not available on dev 3");
+        assert_eq!((redacted.host, redacted.pid, redacted.cuda_dev), (Some("pod-id"), None, Some(3)));
+
+        let bare = split("[1,0]<stdout>:NCCL version 2.12.7+cuda11.4");
+        assert_eq!((bare.level, bare.message), (Level::Bare, "NCCL version 2.12.7+cuda11.4"));
+        assert_eq!(split("").level, Level::Bare);
+        assert_eq!(split("NCCL INFO").message, "");
+    }
+}
