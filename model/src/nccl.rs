@@ -35,6 +35,9 @@ pub struct NcclReport {
     pub error_codes: Vec<ErrorTrace>,
     /// Per collective, from `NCCL_DEBUG_SUBSYS=COLL` lines.
     pub collectives: BTreeMap<String, CollectiveStats>,
+    /// The last collective each (host, pid, communicator) issued: after a hang,
+    /// the one behind the others is the one that stopped.
+    pub progress: Vec<RankProgress>,
     /// Algorithm/protocol choices from TUNING lines, per collective.
     pub tuning: Vec<TuningChoice>,
     /// `Init COMPLETE` lines seen.
@@ -62,6 +65,13 @@ pub struct Communicator {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nranks: Option<u32>,
+    /// Where `nranks` comes from: `printed` (init lines), `coll-line`
+    /// (`[nranks=N]`), `ring-listing` (rank 0's ring order) or
+    /// `highest-rank-seen` (an excerpt's best estimate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nranks_source: Option<String>,
+    /// Printed `nNodes`, else the number of distinct hosts whose lines belong to
+    /// this communicator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nnodes: Option<u32>,
     pub ranks: Vec<RankInfo>,
@@ -216,11 +226,30 @@ pub struct Warning {
     /// The CUDA device in the line prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_dev: Option<u32>,
+    /// The input and line number where it first appeared.
     pub file: String,
     pub line: u64,
+    /// The NCCL source location that warned (`transport/net_ib.cc:1295`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     pub text: String,
     /// Lines with this same text (this one included).
     pub count: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RankProgress {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+    /// The communicator pointer as that process printed it.
+    pub comm: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    pub last_op: String,
+    pub last_op_count: u64,
+    pub calls: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -237,8 +266,6 @@ pub struct CollectiveStats {
     /// Message sizes in bytes: `(upper bound of a power-of-two bucket, calls)`.
     pub size_histogram: Vec<(u64, u64)>,
     pub total_bytes: u64,
-    /// The highest `opCount` seen, per (host, pid, comm) — where each rank got to.
-    pub last_op_count: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,4 +1,5 @@
 //! `topo-parsers`: readers (and writers) for what GPU machines and NCCL produce.
 //! Pure text in, model types out; nothing here touches hardware.
 
+pub mod nccl_log;
 pub mod nccl_xml;

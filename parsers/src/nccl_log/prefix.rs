@@ -61,6 +61,14 @@ fn last_marker(line: &str) -> Option<(usize, usize, Level)> {
     found
 }
 
+/// The text before the last marker's prefix, when another process's line was
+/// cut there: it holds the interrupted line's own prefix.
+pub fn interrupted_part(line: &str) -> Option<&str> {
+    let (start, _, _) = last_marker(line)?;
+    let before = &line[..start];
+    last_marker(before).map(|(_, end, _)| &line[..end])
+}
+
 /// Splits a line (already without its line ending).
 pub fn split(line: &str) -> LogLine<'_> {
     let Some((start, end, level)) = last_marker(line) else {
@@ -115,8 +123,11 @@ fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
         return (None, None, None);
     };
     let host = host.rsplit(['>', ']', ')']).next().unwrap_or(host);
-    let host = (!host.is_empty()).then_some(host);
-    (host, pid.parse().ok(), tid.parse().ok())
+    // A redacted prefix (`pod-id:num:num`) names no real host or process.
+    let (Ok(pid), Ok(tid)) = (pid.parse::<u64>(), tid.parse::<u64>()) else {
+        return (None, None, None);
+    };
+    ((!host.is_empty()).then_some(host), Some(pid), Some(tid))
 }
 
 /// Removes a launcher's tag from a bare line: `[1,0]<stdout>:`, `[rank0]:`.
@@ -136,11 +147,17 @@ mod tests {
     #[test]
     fn info_warn_and_launcher_tags() {
         let line = split("gpu34:1234:5678 [3] NCCL INFO Channel 00/02 :    0   1");
-        assert_eq!((line.level, line.host, line.pid, line.tid, line.cuda_dev), (Level::Info, Some("gpu34"), Some(1234), Some(5678), Some(3)));
+        assert_eq!(
+            (line.level, line.host, line.pid, line.tid, line.cuda_dev),
+            (Level::Info, Some("gpu34"), Some(1234), Some(5678), Some(3))
+        );
         assert_eq!(line.message, "Channel 00/02 :    0   1");
 
         let warn = split("[2026-04-22 21:34:20] host:202016:202235 [0] misc/shmutils.cc:88 NCCL WARN Error: failed");
-        assert_eq!((warn.level, warn.host, warn.source, warn.message), (Level::Warn, Some("host"), Some("misc/shmutils.cc:88"), "Error: failed"));
+        assert_eq!(
+            (warn.level, warn.host, warn.source, warn.message),
+            (Level::Warn, Some("host"), Some("misc/shmutils.cc:88"), "Error: failed")
+        );
 
         let new_warn = split("h:1:2 [0] transport/net_ib.cc:99 (ncclIbConnect) NCCL WARN NET/IB : oops");
         assert_eq!((new_warn.source, new_warn.message), (Some("transport/net_ib.cc:99"), "NET/IB : oops"));
@@ -148,7 +165,8 @@ mod tests {
         let mpi = split("[1,0]<stdout>:ip-10-0-0-1:44:55 [0] NCCL INFO Using network AWS Libfabric");
         assert_eq!((mpi.host, mpi.pid), (Some("ip-10-0-0-1"), Some(44)));
 
-        let ray = split("(RayTrainWorker pid=615, ip=10.72.7.6) worker-l4:615:18953 [2] NCCL INFO AllReduce: opCount 1");
+        let ray =
+            split("(RayTrainWorker pid=615, ip=10.72.7.6) worker-l4:615:18953 [2] NCCL INFO AllReduce: opCount 1");
         assert_eq!((ray.host, ray.cuda_dev), (Some("worker-l4"), Some(2)));
     }
 
@@ -159,7 +177,7 @@ mod tests {
         assert_eq!(line.message, "Ring 04 : 7[7] -> 3[3] via P2P/IPC");
 
         let redacted = split("pod-id:num:num [3] NCCL INFO NVLS multicast support is not available on dev 3");
-        assert_eq!((redacted.host, redacted.pid, redacted.cuda_dev), (Some("pod-id"), None, Some(3)));
+        assert_eq!((redacted.host, redacted.pid, redacted.cuda_dev), (None, None, Some(3)));
 
         let bare = split("[1,0]<stdout>:NCCL version 2.12.7+cuda11.4");
         assert_eq!((bare.level, bare.message), (Level::Bare, "NCCL version 2.12.7+cuda11.4"));

@@ -1,0 +1,591 @@
+//! What one NCCL message says. Each shape is recognised by its text, not by the
+//! NCCL version, so one parser reads logs from 2.3 to 2.30 (format strings:
+//! `shared/research/nccl-log-format.md`).
+
+/// A fact read from one message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event<'a> {
+    Version(&'a str),
+    /// `NCCL_X set by environment to Y` (also `NCCL_IB_HCA set to Y`).
+    Env {
+        name: &'a str,
+        value: &'a str,
+    },
+    UsingNetwork(&'a str),
+    /// `NET/IB : Using [0]mlx5_0:1/RoCE [1]...; OOB ...`: the device list.
+    NetDevices(Vec<&'a str>),
+    NetIbNotFound,
+    /// aws-ofi-nccl: `NET/OFI Selected Provider is efa (found 16 nics)`.
+    OfiProvider {
+        provider: &'a str,
+        nics: u32,
+    },
+    Bootstrap(Vec<&'a str>),
+    GdrForHca {
+        hca: &'a str,
+        enabled: bool,
+    },
+    CommInit(CommInit<'a>),
+    /// `comm 0x.. rank 0 nRanks 8 nNodes 4 localRanks 2 localRank 0 MNNVL 0`.
+    CommNodes {
+        comm: &'a str,
+        rank: u32,
+        nranks: u32,
+        nnodes: u32,
+    },
+    /// `Channel 00/02 : 0 1 2 3`: a ring's order, printed by rank 0.
+    RingOrder {
+        channel: u32,
+        ranks: Vec<u32>,
+    },
+    /// `Ring 00 : 3 -> 0 -> 1` (GRAPH, 2.10+): prev -> me -> next.
+    RingNeighbours {
+        channel: u32,
+        prev: u32,
+        me: u32,
+        next: u32,
+    },
+    Connection(ConnectionLine<'a>),
+    /// `Trees [0] 1/-1/-1->0->-1 [1] ...`, already in (channel, parent, me, children).
+    Trees(Vec<(u32, i64, i64, Vec<i64>)>),
+    /// GRAPH `Tree 5 : -1 -> 3 -> 2/1/-1`: parent -> me -> children.
+    GraphTree {
+        channel: u32,
+        parent: i64,
+        me: i64,
+        children: Vec<i64>,
+    },
+    Channels(topo_model::nccl::ChannelCounts),
+    GraphSearch(topo_model::nccl::GraphSearch),
+    InitTimings {
+        rank: u32,
+        total: f64,
+    },
+    Collective(Collective<'a>),
+    /// `file:line -> N`: an error propagating up the stack.
+    ErrorTrace {
+        location: &'a str,
+        code: i64,
+    },
+    /// `AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE ...`.
+    Tuning {
+        collective: &'a str,
+        bytes: Option<u64>,
+        algorithm: &'a str,
+        protocol: &'a str,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommInit<'a> {
+    pub comm: &'a str,
+    pub rank: u32,
+    pub nranks: u32,
+    pub cuda_dev: Option<u32>,
+    pub nvml_dev: Option<u32>,
+    /// NCCL's integer form (`1a000`).
+    pub bus_id: Option<&'a str>,
+    pub comm_id: Option<&'a str>,
+    pub complete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionLine<'a> {
+    pub channel: u32,
+    pub conn_index: u32,
+    pub from: u32,
+    pub to: Option<u32>,
+    pub direction: topo_model::nccl::Direction,
+    pub via: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collective<'a> {
+    pub op: &'a str,
+    pub op_count: u64,
+    pub count: u64,
+    pub datatype: u32,
+    pub comm: Option<&'a str>,
+    pub nranks: Option<u32>,
+}
+
+/// Reads a message; `None` when it carries nothing the report uses.
+pub fn parse(message: &str) -> Option<Event<'_>> {
+    // COLL lines dominate long logs: test for them first.
+    if let Some(event) = collective(message) {
+        return Some(event);
+    }
+    let first = message.as_bytes().first()?;
+    match first {
+        b'C' => channel_line(message).or_else(|| collnet_line(message)),
+        b'R' => ring_line(message),
+        b'T' => trees(message).or_else(|| graph_tree(message)),
+        b'N' => nccl_or_net(message),
+        b'c' | b'n' | b'[' => comm_init(message).or_else(|| comm_nodes(message)),
+        b'U' => message.strip_prefix("Using network ").map(|n| Event::UsingNetwork(n.trim())),
+        b'B' => bootstrap(message),
+        b'G' => gdr_for_hca(message),
+        b'P' => graph_search(message),
+        b'I' => init_timings(message),
+        _ => None,
+    }
+    .or_else(|| channel_counts(message))
+    .or_else(|| error_trace(message))
+    .or_else(|| tuning(message))
+}
+
+fn num<T: std::str::FromStr>(text: &str) -> Option<T> {
+    text.trim().parse().ok()
+}
+
+/// The word after `key ` in `text`.
+fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let start = text.find(key)? + key.len();
+    text[start..].split_whitespace().next()
+}
+
+fn collective(message: &str) -> Option<Event<'_>> {
+    let (op, rest) = message.split_once(": opCount ")?;
+    if op.is_empty() || op.contains(' ') {
+        return None;
+    }
+    let op_count = u64::from_str_radix(rest.split_whitespace().next()?, 16).ok()?;
+    let count = field(rest, " count ").and_then(num)?;
+    let datatype = field(rest, " datatype ").and_then(num)?;
+    let comm = field(rest, " comm ");
+    let nranks = rest.find("[nranks=").and_then(|i| rest[i + 8..].split(']').next()).and_then(num);
+    Some(Event::Collective(Collective { op, op_count, count, datatype, comm, nranks }))
+}
+
+/// `Channel 00/02 : 0 1 2 3` (ring order) or `Channel 00/0 : 0[0] -> 1[1] [send] via X`.
+fn channel_line(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("Channel ")?;
+    let (label, body) = rest.split_once(':')?;
+    let (channel, second) = match label.trim().split_once('/') {
+        Some((c, n)) => (num::<u32>(c)?, num::<u32>(n)),
+        None => (num::<u32>(label)?, None),
+    };
+    if body.contains(" via ") {
+        return connection(channel, second.unwrap_or(0), body);
+    }
+    let ranks: Option<Vec<u32>> = body.split_whitespace().filter(|t| *t != "...").map(num).collect();
+    let ranks = ranks?;
+    (!ranks.is_empty()).then_some(Event::RingOrder { channel, ranks })
+}
+
+/// `Ring 00 : 0[0] -> 1[1] via P2P/IPC` (2.3-2.6 connections) or
+/// `Ring 00 : 3 -> 0 -> 1` (2.10+ neighbours).
+fn ring_line(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("Ring ")?;
+    let (label, body) = rest.split_once(':')?;
+    let channel = num::<u32>(label)?;
+    if body.contains(" via ") {
+        return connection(channel, 0, body);
+    }
+    let parts: Option<Vec<u32>> = body.split("->").map(num).collect();
+    match parts?.as_slice() {
+        [prev, me, next] => Some(Event::RingNeighbours { channel, prev: *prev, me: *me, next: *next }),
+        _ => None,
+    }
+}
+
+/// ` 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA`; the bracket holds a CUDA device,
+/// NVML index or bus ID depending on the version and is not needed here.
+fn connection(channel: u32, conn_index: u32, body: &str) -> Option<Event<'_>> {
+    let (edge, via) = body.split_once(" via ")?;
+    let (edge, direction) = if let Some(e) = edge.strip_suffix("[send]") {
+        (e, topo_model::nccl::Direction::Send)
+    } else if let Some(e) = edge.strip_suffix("[receive]") {
+        (e, topo_model::nccl::Direction::Receive)
+    } else {
+        (edge, topo_model::nccl::Direction::None)
+    };
+    let (from, to) = edge.split_once("->")?;
+    let rank = |t: &str| num::<u32>(t.trim().split('[').next()?);
+    Some(Event::Connection(ConnectionLine {
+        channel,
+        conn_index,
+        from: rank(from)?,
+        to: Some(rank(to)?),
+        direction,
+        via: via.trim(),
+    }))
+}
+
+/// `CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA` and older `Coll 00 :` forms.
+fn collnet_line(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("CollNet ").or_else(|| message.strip_prefix("Coll "))?;
+    let (label, body) = rest.split_once(':')?;
+    let (channel, conn_index) = match label.trim().split_once('/') {
+        Some((c, n)) => (num::<u32>(c)?, num::<u32>(n)?),
+        None => (num::<u32>(label)?, 0),
+    };
+    let (left, via) = body.split_once(" via ")?;
+    let (rank, direction) = if let Some(r) = left.trim().strip_suffix("[send]") {
+        (r, topo_model::nccl::Direction::Send)
+    } else {
+        (left.trim().strip_suffix("[receive]")?, topo_model::nccl::Direction::Receive)
+    };
+    Some(Event::Connection(ConnectionLine {
+        channel,
+        conn_index,
+        from: num(rank)?,
+        to: None,
+        direction,
+        via: via.trim(),
+    }))
+}
+
+/// `Trees [0] 1/-1/-1->0->-1 [1] ...` in any of its three conventions:
+/// 2.4 `parent->me->c/c/c`, 2.5-2.7 `c/c/c->me->parent|parent->me->c/c/c`,
+/// 2.8+ `c/c/c->me->parent`. The shape tells which.
+fn trees(message: &str) -> Option<Event<'_>> {
+    let body = message.strip_prefix("Trees")?;
+    let mut entries = Vec::new();
+    for part in body.split('[').skip(1) {
+        let (channel, spec) = part.split_once(']')?;
+        let channel = num::<u32>(channel)?;
+        // The up-tree is the one collectives use; in the dual form it comes first.
+        let spec = spec.trim().split('|').next()?.trim();
+        let pieces: Vec<&str> = spec.split("->").collect();
+        let [a, me, b] = pieces.as_slice() else { return None };
+        let list = |t: &str| -> Option<Vec<i64>> { t.split('/').map(num).collect() };
+        let me = num::<i64>(me)?;
+        let (parent, children) = if a.contains('/') { (num::<i64>(b)?, list(a)?) } else { (num::<i64>(a)?, list(b)?) };
+        entries.push((channel, parent, me, children));
+    }
+    (!entries.is_empty()).then_some(Event::Trees(entries))
+}
+
+/// GRAPH `Tree 5 : -1 -> 3 -> 2/1/-1`.
+fn graph_tree(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("Tree ")?;
+    let (label, body) = rest.split_once(':')?;
+    let channel = num::<u32>(label)?;
+    let pieces: Vec<&str> = body.split("->").collect();
+    let [parent, me, children] = pieces.as_slice() else { return None };
+    let children: Option<Vec<i64>> = children.split('/').map(num).collect();
+    Some(Event::GraphTree { channel, parent: num(parent)?, me: num(me)?, children: children? })
+}
+
+fn nccl_or_net(message: &str) -> Option<Event<'_>> {
+    if let Some(version) = message.strip_prefix("NCCL version ") {
+        return Some(Event::Version(version.split_whitespace().next()?));
+    }
+    if let Some(rest) = message.strip_prefix("NCCL_") {
+        return env(message, rest);
+    }
+    if message.starts_with("NET/IB : No device found") || message.starts_with("NET/IB: No device found") {
+        return Some(Event::NetIbNotFound);
+    }
+    if let Some(rest) = message.strip_prefix("NET/IB : Using") {
+        return Some(Event::NetDevices(device_list(rest.split("; OOB").next()?)));
+    }
+    if let Some(rest) = message.strip_prefix("NET/Socket : Using") {
+        // `[0]eno1:10.0.0.1<0>`: the interface name is the device.
+        let names = device_list(rest).into_iter().map(|d| d.split(':').next().unwrap_or(d)).collect();
+        return Some(Event::NetDevices(names));
+    }
+    if let Some(rest) = message
+        .strip_prefix("NET/OFI Selected Provider is ")
+        .or_else(|| message.strip_prefix("NET/OFI Selected provider is "))
+    {
+        // `efa (found 16 nics)` / `efa, fabric is efa-direct (found 16 nics)`.
+        let provider = rest.split([' ', ',']).next()?;
+        let nics: u32 = field(rest, "(found ").and_then(num)?;
+        return Some(Event::OfiProvider { provider, nics });
+    }
+    if message.starts_with("NET/") && message.contains("GPU Direct RDMA") {
+        return gdr_for_hca(message);
+    }
+    None
+}
+
+/// `NCCL_IB_GID_INDEX set by environment to 3.` / `NCCL_ALGO set by environment to Ring`.
+fn env<'a>(message: &'a str, _rest: &'a str) -> Option<Event<'a>> {
+    let (name, value) = message.split_once(" set by environment to ").or_else(|| message.split_once(" set to "))?;
+    if name.contains(' ') {
+        return None;
+    }
+    let value = value.trim();
+    // Integer parameters end with a period; string values are printed as they are.
+    let value = match value.strip_suffix('.') {
+        Some(v) if v.parse::<i64>().is_ok() => v,
+        _ => value,
+    };
+    Some(Event::Env { name, value })
+}
+
+/// ` [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE` (also `[RO]` markers) -> `mlx5_0:1/RoCE`, ...
+fn device_list(list: &str) -> Vec<&str> {
+    list.split_whitespace()
+        .filter_map(|t| t.strip_prefix('[').and_then(|t| t.split_once(']')).map(|(_, d)| d))
+        .filter(|d| !d.is_empty())
+        .collect()
+}
+
+fn bootstrap(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("Bootstrap : Using").or_else(|| message.strip_prefix("Bootstrap: Using"))?;
+    let interfaces = rest
+        .split_whitespace()
+        .map(|t| t.strip_prefix('[').and_then(|t| t.split_once(']')).map_or(t, |(_, d)| d))
+        .collect();
+    Some(Event::Bootstrap(interfaces))
+}
+
+/// `NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'`.
+fn gdr_for_hca(message: &str) -> Option<Event<'_>> {
+    let at = message.find("GPU Direct RDMA ")?;
+    let rest = &message[at + 16..];
+    let enabled = rest.starts_with("Enabled");
+    if !enabled && !rest.starts_with("Disabled") {
+        return None;
+    }
+    let hca = rest.split('\'').nth(1)?;
+    Some(Event::GdrForHca { hca, enabled })
+}
+
+/// Init START / COMPLETE lines of every era (see the research notes, section 3).
+fn comm_init(message: &str) -> Option<Event<'_>> {
+    let complete = message.contains("Init COMPLETE");
+    if !complete && !message.contains("Init START") {
+        return None;
+    }
+    let at = message.find("comm 0x").or_else(|| message.find("comm (nil)"))?;
+    let rest = &message[at..];
+    Some(Event::CommInit(CommInit {
+        comm: field(rest, "comm ")?,
+        rank: field(rest, " rank ").and_then(num)?,
+        nranks: field(rest, " nranks ").and_then(num)?,
+        cuda_dev: field(rest, " cudaDev ").and_then(num),
+        nvml_dev: field(rest, " nvmlDev ").and_then(num),
+        bus_id: field(rest, " busId "),
+        comm_id: field(rest, " commId "),
+        complete,
+    }))
+}
+
+fn comm_nodes(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("comm ")?;
+    Some(Event::CommNodes {
+        comm: rest.split_whitespace().next()?,
+        rank: field(rest, " rank ").and_then(num)?,
+        nranks: field(rest, " nRanks ").and_then(num)?,
+        nnodes: field(rest, " nNodes ").and_then(num)?,
+    })
+}
+
+/// `N coll channels, [N collnet channels, ][N nvls channels, ]N p2p channels, N p2p channels per peer`.
+fn channel_counts(message: &str) -> Option<Event<'_>> {
+    if !message.contains(" coll channels") {
+        return None;
+    }
+    let mut counts = topo_model::nccl::ChannelCounts::default();
+    for part in message.split(',') {
+        let mut words = part.split_whitespace();
+        let n: u32 = num(words.next()?)?;
+        match words.collect::<Vec<_>>().join(" ").as_str() {
+            "coll channels" => counts.coll = n,
+            "collnet channels" => counts.collnet = Some(n),
+            "nvls channels" => counts.nvls = Some(n),
+            "p2p channels" => counts.p2p = n,
+            "p2p channels per peer" => counts.p2p_per_peer = Some(n),
+            _ => {}
+        }
+    }
+    Some(Event::Channels(counts))
+}
+
+/// `Pattern 4, crossNic 0, nChannels 2, bw 40.000000/40.000000, type NVL/PIX, sameChannels 1`
+/// (`speed` instead of `bw` before 2.14).
+fn graph_search(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("Pattern ")?;
+    let pattern = num(rest.split(',').next()?)?;
+    let channels = field(rest, "nChannels ").and_then(|c| num(c.trim_end_matches(',')))?;
+    let bw = field(rest, " bw ").or_else(|| field(rest, " speed "))?.trim_end_matches(',');
+    let (intra, inter) = bw.split_once('/')?;
+    let kind = field(rest, " type ")?.trim_end_matches(',');
+    let (type_intra, type_inter) = kind.split_once('/').unwrap_or((kind, ""));
+    Some(Event::GraphSearch(topo_model::nccl::GraphSearch {
+        pattern,
+        channels,
+        bw_intra: num(intra)?,
+        bw_inter: num(inter)?,
+        type_intra: type_intra.to_string(),
+        type_inter: type_inter.to_string(),
+    }))
+}
+
+/// `Init timings - ncclCommInitRank: rank 0 nranks 8 total 1.23 (...)`.
+fn init_timings(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("Init timings")?;
+    Some(Event::InitTimings { rank: field(rest, "rank ").and_then(num)?, total: field(rest, " total ").and_then(num)? })
+}
+
+/// `transport/net.cc:1298 -> 6`, with optional `[Async thread]` or `(strerror)`.
+fn error_trace(message: &str) -> Option<Event<'_>> {
+    let (location, rest) = message.split_once(" -> ")?;
+    let location = location.trim();
+    let location = location.split(" (").next()?;
+    let (file, line) = location.rsplit_once(':')?;
+    if file.is_empty() || file.contains(' ') || line.parse::<u64>().is_err() {
+        return None;
+    }
+    let code = num(rest.split_whitespace().next()?)?;
+    Some(Event::ErrorTrace { location, code })
+}
+
+/// `AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}` (2.24+),
+/// `AllReduce: 8388608 Bytes -> Algo 1 proto 2 time 12.3` (2.23), `8388608 Bytes -> Algo 1 proto 2 time ...` (2.20-2.22).
+fn tuning(message: &str) -> Option<Event<'_>> {
+    let (head, rest) = message.split_once(" Bytes -> Algo ")?;
+    let (collective, bytes) = match head.split_once(": ") {
+        Some((c, b)) => (c, b),
+        None => ("?", head),
+    };
+    let mut words = rest.split_whitespace();
+    let algorithm = words.next()?;
+    if words.next()? != "proto" {
+        return None;
+    }
+    let protocol = words.next()?;
+    Some(Event::Tuning {
+        collective,
+        bytes: num(bytes),
+        algorithm: algorithm_name(algorithm),
+        protocol: protocol_name(protocol),
+    })
+}
+
+fn algorithm_name(id: &str) -> &str {
+    match id {
+        "0" => "TREE",
+        "1" => "RING",
+        "2" => "COLLNET_DIRECT",
+        "3" => "COLLNET_CHAIN",
+        "4" => "NVLS",
+        "5" => "NVLS_TREE",
+        "6" => "PAT",
+        other => other,
+    }
+}
+
+fn protocol_name(id: &str) -> &str {
+    match id {
+        "0" => "LL",
+        "1" => "LL128",
+        "2" => "SIMPLE",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topo_model::nccl::Direction;
+
+    #[test]
+    fn connections_of_every_era() {
+        let Some(Event::Connection(c)) = parse("Channel 02/1 : 5[5] -> 0[0] [send] via NET/IBext_v8/0(4)/GDRDMA")
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (c.channel, c.conn_index, c.from, c.to, c.direction, c.via),
+            (2, 1, 5, Some(0), Direction::Send, "NET/IBext_v8/0(4)/GDRDMA")
+        );
+        let Some(Event::Connection(old)) = parse("Ring 04 : 7[7] -> 3[3] via P2P/IPC") else { panic!() };
+        assert_eq!((old.channel, old.from, old.to), (4, 7, Some(3)));
+        let Some(Event::Connection(net24)) = parse("Ring 00 : 7 -> 8 [send] via NET/IB/0") else { panic!() };
+        assert_eq!((net24.from, net24.to, net24.direction), (7, Some(8), Direction::Send));
+        let Some(Event::Connection(collnet)) = parse("CollNet 00/0 : 0 [receive] via COLLNET/SHARP/1/GDRDMA") else {
+            panic!()
+        };
+        assert_eq!((collnet.from, collnet.to, collnet.direction), (0, None, Direction::Receive));
+        assert_eq!(
+            parse("Channel 00/02 :    0   7   6   5"),
+            Some(Event::RingOrder { channel: 0, ranks: vec![0, 7, 6, 5] })
+        );
+        assert_eq!(parse("Ring 06 : 0 -> 1 -> 3"), Some(Event::RingNeighbours { channel: 6, prev: 0, me: 1, next: 3 }));
+    }
+
+    #[test]
+    fn trees_in_three_conventions() {
+        assert_eq!(parse("Trees [0] 26->25->-1/-1/-1"), Some(Event::Trees(vec![(0, 26, 25, vec![-1, -1, -1])])));
+        assert_eq!(
+            parse("Trees [0] 1/-1/-1->0->-1|-1->0->1/-1/-1"),
+            Some(Event::Trees(vec![(0, -1, 0, vec![1, -1, -1])]))
+        );
+        assert_eq!(
+            parse("Trees [0] -1/-1/-1->1->0 [1] 0/-1/-1->1->-1"),
+            Some(Event::Trees(vec![(0, 0, 1, vec![-1, -1, -1]), (1, -1, 1, vec![0, -1, -1])]))
+        );
+        assert_eq!(
+            parse("Tree 5 : -1 -> 3 -> 2/1/-1"),
+            Some(Event::GraphTree { channel: 5, parent: -1, me: 3, children: vec![2, 1, -1] })
+        );
+    }
+
+    #[test]
+    fn init_env_network_and_errors() {
+        let Some(Event::CommInit(init)) = parse(
+            "ncclCommInitRank comm 0x55d0 rank 3 nranks 8 cudaDev 3 nvmlDev 3 busId 4b000 commId 0xabc - Init COMPLETE",
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (init.rank, init.nranks, init.bus_id, init.comm_id, init.complete),
+            (3, 8, Some("4b000"), Some("0xabc"), true)
+        );
+        let Some(Event::CommInit(start)) = parse(
+            "[Rank 0] ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x2 - Init START",
+        ) else {
+            panic!()
+        };
+        assert!(!start.complete);
+        assert_eq!(
+            parse("NCCL_IB_GID_INDEX set by environment to 3."),
+            Some(Event::Env { name: "NCCL_IB_GID_INDEX", value: "3" })
+        );
+        assert_eq!(
+            parse("NCCL_SOCKET_IFNAME set by environment to eth0"),
+            Some(Event::Env { name: "NCCL_SOCKET_IFNAME", value: "eth0" })
+        );
+        assert_eq!(
+            parse("NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"),
+            Some(Event::NetDevices(vec!["mlx5_0:1/RoCE", "mlx5_1:1/RoCE"]))
+        );
+        assert_eq!(
+            parse("NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"),
+            Some(Event::GdrForHca { hca: "mlx5_0", enabled: false })
+        );
+        assert_eq!(
+            parse("transport/net.cc:1298 -> 6 [Async thread]"),
+            Some(Event::ErrorTrace { location: "transport/net.cc:1298", code: 6 })
+        );
+        assert_eq!(
+            parse("misc/socket.cc:50 -> 2 (Connection refused)"),
+            Some(Event::ErrorTrace { location: "misc/socket.cc:50", code: 2 })
+        );
+        let Some(Event::Collective(c)) = parse(
+            "AllReduce: opCount 139d sendbuff 0x1 recvbuff 0x1 count 7382228 datatype 7 op 0 root 0 comm 0x78cf [nranks=128] stream 0x1",
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (c.op, c.op_count, c.count, c.datatype, c.comm, c.nranks),
+            ("AllReduce", 0x139d, 7382228, 7, Some("0x78cf"), Some(128))
+        );
+        assert_eq!(
+            parse("AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}"),
+            Some(Event::Tuning {
+                collective: "AllReduce",
+                bytes: Some(8388608),
+                algorithm: "RING",
+                protocol: "SIMPLE"
+            })
+        );
+        assert!(parse("Connected all rings").is_none());
+        assert!(parse("").is_none());
+    }
+}

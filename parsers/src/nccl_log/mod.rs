@@ -1,0 +1,10 @@
+//! NCCL debug logs (`NCCL_DEBUG=INFO`), read as a stream into an
+//! [`NcclReport`](topo_model::nccl::NcclReport).
+
+mod input;
+pub mod message;
+pub mod prefix;
+mod report;
+
+pub use input::{LogError, read_lines};
+pub use report::{LogParser, transport_kind};

@@ -1,0 +1,770 @@
+//! Accumulates what every line says into one [`NcclReport`].
+//!
+//! Memory grows with ranks, channels and distinct facts, never with the number of
+//! lines: per-operation lines become counters and histograms, repeated warnings a
+//! count, and every table has a cap that a hostile input cannot push past.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use topo_model::BusId;
+use topo_model::nccl::{
+    ChannelCounts, CollectiveStats, Communicator, Connection, Direction, EnvOverride, ErrorTrace, GraphSearch,
+    NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, Ring, TransportKind, TreeNode,
+    TuningChoice, Warning,
+};
+
+use super::message::{self, Collective, CommInit, ConnectionLine, Event};
+use super::prefix::{self, Level, LogLine};
+
+/// Caps on distinct entries; past them, facts are counted but not kept.
+const MAX_COMMUNICATORS: usize = 4096;
+const MAX_CONNECTIONS_PER_COMM: usize = 1 << 20;
+const MAX_DISTINCT_WARNINGS: usize = 512;
+const MAX_DISTINCT_ERRORS: usize = 1024;
+const MAX_DISTINCT_VIA: usize = 4096;
+const MAX_PROGRESS: usize = 1 << 16;
+const MAX_SMALL_TABLE: usize = 4096;
+
+type ProcessKey = (Option<String>, Option<u64>);
+/// channel, connIndex, from, to, direction, transport text.
+type ConnectionKey = (u32, u32, u32, Option<u32>, Direction, String);
+
+#[derive(Default)]
+struct CommState {
+    id: String,
+    /// Printed by init lines.
+    nranks: Option<u32>,
+    /// From `[nranks=N]` on COLL lines.
+    coll_nranks: Option<u32>,
+    highest_rank: Option<u32>,
+    hosts_seen: BTreeSet<String>,
+    nnodes: Option<u32>,
+    ranks: BTreeMap<u32, RankInfo>,
+    /// Host of each rank as learnt from lines that rank printed.
+    rank_hosts: BTreeMap<u32, String>,
+    ring_orders: BTreeMap<u32, Vec<u32>>,
+    ring_next: BTreeMap<u32, BTreeMap<u32, u32>>,
+    ring_prev: BTreeMap<u32, BTreeMap<u32, u32>>,
+    trees: BTreeMap<(u32, u32), (i64, Vec<u32>)>,
+    connections: BTreeSet<ConnectionKey>,
+    channels: Option<ChannelCounts>,
+    graphs: Vec<GraphSearch>,
+    init_complete: BTreeSet<u32>,
+    init_seconds: Option<f64>,
+}
+
+#[derive(Default)]
+struct Progress {
+    rank: Option<u32>,
+    last_op: String,
+    last_op_count: u64,
+    calls: u64,
+}
+
+/// Reads lines one at a time; [`LogParser::finish`] gives the report.
+#[derive(Default)]
+pub struct LogParser {
+    lines: u64,
+    nccl_lines: u64,
+    unparsed_lines: u64,
+    versions: BTreeSet<String>,
+    host_lines: HashMap<String, u64>,
+    processes: BTreeSet<ProcessKey>,
+    comms: Vec<CommState>,
+    comm_by_id: HashMap<String, usize>,
+    comm_by_pointer: HashMap<(ProcessKey, String), usize>,
+    current_by_thread: HashMap<(ProcessKey, Option<u64>), usize>,
+    current_by_process: HashMap<ProcessKey, usize>,
+    network: Network,
+    env: BTreeMap<(String, String), BTreeSet<String>>,
+    warnings: Vec<Warning>,
+    warning_index: HashMap<String, usize>,
+    warning_count: u64,
+    errors: BTreeMap<(String, i64), u64>,
+    collectives: BTreeMap<String, (u64, [u64; 65], u64)>,
+    progress: HashMap<(ProcessKey, String), Progress>,
+    tuning: BTreeMap<(String, String, String, Option<u64>), u64>,
+    via: BTreeMap<String, u64>,
+    init_complete: u64,
+    input_name: String,
+}
+
+impl LogParser {
+    pub fn new() -> LogParser {
+        LogParser::default()
+    }
+
+    /// Names the input the following lines come from (for warnings' locations).
+    pub fn start_input(&mut self, name: &str) {
+        self.input_name = name.to_string();
+    }
+
+    /// Reads one line (without its line ending); `number` is its 1-based line
+    /// number in the current input.
+    pub fn line(&mut self, text: &str, number: u64) {
+        self.lines += 1;
+        let line = prefix::split(text);
+        if line.level != Level::Bare {
+            self.nccl_lines += 1;
+            if let Some(host) = line.host {
+                *self.host_lines.entry(host.to_string()).or_default() += 1;
+                self.note_process(host, line.pid);
+            }
+        }
+        if line.interrupted
+            && let Some(cut) = prefix::interrupted_part(text)
+            && let Some(host) = prefix::split(cut).host
+        {
+            // The process whose line was cut off printed too.
+            self.note_process(host, prefix::split(cut).pid);
+        }
+        if matches!(line.level, Level::Warn | Level::Abort) {
+            self.warning(&line, number);
+            return;
+        }
+        match message::parse(line.message) {
+            Some(event) => {
+                if line.level == Level::Bare {
+                    self.nccl_lines += 1;
+                }
+                self.event(&line, event);
+            }
+            None if line.level == Level::Bare => self.unparsed_lines += 1,
+            None => {}
+        }
+    }
+
+    fn note_process(&mut self, host: &str, pid: Option<u64>) {
+        if self.processes.len() < MAX_PROGRESS {
+            self.processes.insert((Some(host.to_string()), pid));
+        }
+    }
+
+    fn warning(&mut self, line: &LogLine, number: u64) {
+        self.warning_count += 1;
+        let text = if line.level == Level::Abort { "NCCL ABORT".to_string() } else { line.message.to_string() };
+        if let Some(&i) = self.warning_index.get(&text) {
+            self.warnings[i].count += 1;
+            return;
+        }
+        if self.warnings.len() >= MAX_DISTINCT_WARNINGS {
+            return;
+        }
+        let rank = self.rank_of(line);
+        self.warning_index.insert(text.clone(), self.warnings.len());
+        self.warnings.push(Warning {
+            host: line.host.map(str::to_string),
+            rank,
+            cuda_dev: line.cuda_dev,
+            file: self.input_name.clone(),
+            line: number,
+            source: line.source.map(str::to_string),
+            text,
+            count: 1,
+        });
+    }
+
+    /// The rank a line's process and CUDA device belong to, in its current communicator.
+    fn rank_of(&self, line: &LogLine) -> Option<u32> {
+        let comm = self.comms.get(self.current_index(line)?)?;
+        comm.ranks
+            .values()
+            .find(|r| r.host.as_deref() == line.host && r.pid == line.pid && r.cuda_dev == line.cuda_dev)
+            .map(|r| r.rank)
+    }
+
+    fn key(line: &LogLine) -> ProcessKey {
+        (line.host.map(str::to_string), line.pid)
+    }
+
+    fn current_index(&self, line: &LogLine) -> Option<usize> {
+        let key = Self::key(line);
+        self.current_by_thread
+            .get(&(key.clone(), line.tid))
+            .or_else(|| self.current_by_process.get(&key))
+            .copied()
+            .or_else(|| self.comms.len().checked_sub(1))
+    }
+
+    /// The communicator a line without a comm pointer belongs to: the last one
+    /// its thread (or process) initialised; an unnamed one if none is known.
+    fn current(&mut self, line: &LogLine) -> &mut CommState {
+        let index = match self.current_index(line) {
+            Some(i) => i,
+            None => self.new_comm("unidentified".to_string()),
+        };
+        let comm = &mut self.comms[index];
+        comm.saw_host(line.host);
+        comm
+    }
+
+    fn new_comm(&mut self, id: String) -> usize {
+        if self.comms.len() >= MAX_COMMUNICATORS {
+            return self.comms.len() - 1;
+        }
+        self.comms.push(CommState { id: id.clone(), ..CommState::default() });
+        self.comm_by_id.insert(id, self.comms.len() - 1);
+        self.comms.len() - 1
+    }
+
+    fn event(&mut self, line: &LogLine, event: Event) {
+        match event {
+            Event::Version(v) => {
+                if self.versions.len() < MAX_SMALL_TABLE {
+                    self.versions.insert(v.to_string());
+                }
+            }
+            Event::Env { name, value } => {
+                let hosts = self.env.entry((name.to_string(), value.to_string())).or_default();
+                if let Some(host) = line.host
+                    && hosts.len() < MAX_SMALL_TABLE
+                {
+                    hosts.insert(host.to_string());
+                }
+            }
+            Event::UsingNetwork(name) => push_unique(&mut self.network.used, name),
+            Event::NetDevices(devices) => devices.into_iter().for_each(|d| push_unique(&mut self.network.devices, d)),
+            Event::NetIbNotFound => self.network.ib_not_found = true,
+            Event::OfiProvider { provider, nics } => {
+                let plural = if nics == 1 { "" } else { "s" };
+                push_unique(&mut self.network.devices, &format!("{provider} ({nics} nic{plural})"));
+            }
+            Event::Bootstrap(interfaces) => {
+                interfaces.into_iter().for_each(|i| push_unique(&mut self.network.bootstrap, i))
+            }
+            Event::GdrForHca { hca, enabled } => {
+                if self.network.gdr_by_hca.len() < MAX_SMALL_TABLE {
+                    self.network.gdr_by_hca.insert(hca.to_string(), enabled);
+                }
+            }
+            Event::CommInit(init) => self.comm_init(line, init),
+            Event::CommNodes { comm, rank, nranks, nnodes } => {
+                let index = self.comm_by_pointer.get(&(Self::key(line), comm.to_string())).copied();
+                let state = match index {
+                    Some(i) => &mut self.comms[i],
+                    None => self.current(line),
+                };
+                state.nranks = Some(nranks);
+                state.nnodes = Some(nnodes);
+                let _ = rank;
+            }
+            Event::RingOrder { channel, ranks } => {
+                let comm = self.current(line);
+                ranks.iter().for_each(|r| comm.saw_rank(*r));
+                if comm.ring_orders.len() < MAX_SMALL_TABLE {
+                    comm.ring_orders.entry(channel).or_insert(ranks);
+                }
+            }
+            Event::RingNeighbours { channel, prev, me, next } => {
+                let comm = self.current(line);
+                [prev, me, next].iter().for_each(|r| comm.saw_rank(*r));
+                if comm.ring_next.len() < MAX_SMALL_TABLE {
+                    comm.ring_next.entry(channel).or_default().insert(me, next);
+                    comm.ring_prev.entry(channel).or_default().insert(me, prev);
+                }
+            }
+            Event::Connection(connection) => self.connection(line, connection),
+            Event::Trees(entries) => {
+                let comm = self.current(line);
+                for (channel, parent, me, children) in entries {
+                    comm.add_tree(channel, parent, me, &children);
+                }
+            }
+            Event::GraphTree { channel, parent, me, children } => {
+                let comm = self.current(line);
+                comm.add_tree(channel, parent, me, &children);
+            }
+            Event::Channels(counts) => self.current(line).channels = Some(counts),
+            Event::GraphSearch(graph) => {
+                let comm = self.current(line);
+                if !comm.graphs.contains(&graph) && comm.graphs.len() < 64 {
+                    comm.graphs.push(graph);
+                }
+            }
+            Event::InitTimings { total, .. } => {
+                let comm = self.current(line);
+                comm.init_seconds = Some(comm.init_seconds.map_or(total, |t: f64| t.max(total)));
+            }
+            Event::Collective(collective) => self.collective(line, collective),
+            Event::ErrorTrace { location, code } => {
+                let key = (location.to_string(), code);
+                if self.errors.len() < MAX_DISTINCT_ERRORS || self.errors.contains_key(&key) {
+                    *self.errors.entry(key).or_default() += 1;
+                }
+            }
+            Event::Tuning { collective, bytes, algorithm, protocol } => {
+                let key = (collective.to_string(), algorithm.to_string(), protocol.to_string(), bytes);
+                if self.tuning.len() < MAX_SMALL_TABLE || self.tuning.contains_key(&key) {
+                    *self.tuning.entry(key).or_default() += 1;
+                }
+            }
+        }
+    }
+
+    fn comm_init(&mut self, line: &LogLine, init: CommInit) {
+        if init.complete {
+            self.init_complete += 1;
+        }
+        let process = Self::key(line);
+        let pointer_key = (process.clone(), init.comm.to_string());
+        // Ranks of one communicator share its commId (2.16+); before that, group by
+        // size and start a new communicator when a rank number comes back.
+        let index = match (init.comm_id, self.comm_by_pointer.get(&pointer_key)) {
+            (_, Some(&i)) => i,
+            (Some(id), None) => match self.comm_by_id.get(id) {
+                Some(&i) => i,
+                None => self.new_comm(id.to_string()),
+            },
+            (None, None) => {
+                let fits = |c: &CommState| {
+                    c.nranks == Some(init.nranks)
+                        && !c.id.starts_with("0x")
+                        && c.ranks.get(&init.rank).is_none_or(|r| r.host.as_deref() == line.host && r.pid == line.pid)
+                };
+                match self.comms.iter().rposition(fits) {
+                    Some(i) => i,
+                    None => {
+                        let id = format!("nranks-{}-{}", init.nranks, self.comms.len());
+                        self.new_comm(id)
+                    }
+                }
+            }
+        };
+        if self.comm_by_pointer.len() < MAX_SMALL_TABLE * 16 {
+            self.comm_by_pointer.insert(pointer_key, index);
+        }
+        self.current_by_thread.insert((process.clone(), line.tid), index);
+        self.current_by_process.insert(process, index);
+        let comm = &mut self.comms[index];
+        comm.nranks = Some(init.nranks);
+        comm.saw_rank(init.rank);
+        comm.saw_host(line.host);
+        if init.complete {
+            comm.init_complete.insert(init.rank);
+        }
+        if comm.ranks.len() < MAX_SMALL_TABLE || comm.ranks.contains_key(&init.rank) {
+            let rank =
+                comm.ranks.entry(init.rank).or_insert_with(|| RankInfo { rank: init.rank, ..RankInfo::default() });
+            rank.host = line.host.map(str::to_string);
+            rank.pid = line.pid;
+            rank.cuda_dev = init.cuda_dev.or(rank.cuda_dev);
+            rank.nvml_dev = init.nvml_dev.or(rank.nvml_dev);
+            rank.bus_id = init.bus_id.and_then(|b| BusId::from_nccl_int(b).ok()).or(rank.bus_id);
+        }
+        if let Some(host) = line.host {
+            comm.rank_hosts.insert(init.rank, host.to_string());
+        }
+    }
+
+    fn connection(&mut self, line: &LogLine, connection: ConnectionLine) {
+        if self.via.len() < MAX_DISTINCT_VIA || self.via.contains_key(connection.via) {
+            *self.via.entry(connection.via.to_string()).or_default() += 1;
+        }
+        let comm = self.current(line);
+        comm.saw_rank(connection.from);
+        connection.to.iter().for_each(|r| comm.saw_rank(*r));
+        // P2P/SHM lines and [send] halves are printed by the sender, [receive] by the receiver.
+        let printer = match connection.direction {
+            Direction::Receive => connection.to.unwrap_or(connection.from),
+            _ => connection.from,
+        };
+        if let Some(host) = line.host
+            && comm.rank_hosts.len() < MAX_SMALL_TABLE
+        {
+            comm.rank_hosts.entry(printer).or_insert_with(|| host.to_string());
+        }
+        if comm.connections.len() < MAX_CONNECTIONS_PER_COMM {
+            let key = (
+                connection.channel,
+                connection.conn_index,
+                connection.from,
+                connection.to,
+                connection.direction,
+                connection.via.to_string(),
+            );
+            comm.connections.insert(key);
+        }
+    }
+
+    fn collective(&mut self, line: &LogLine, op: Collective) {
+        let index = op.comm.and_then(|c| self.comm_by_pointer.get(&(Self::key(line), c.to_string()))).copied();
+        let comm = match index {
+            Some(i) => &mut self.comms[i],
+            None => self.current(line),
+        };
+        comm.saw_host(line.host);
+        if comm.coll_nranks.is_none() {
+            comm.coll_nranks = op.nranks;
+        }
+        let bytes = op.count.saturating_mul(datatype_size(op.datatype));
+        let bucket = if bytes == 0 { 0 } else { (64 - (bytes - 1).leading_zeros()) as usize };
+        if self.collectives.len() < MAX_SMALL_TABLE || self.collectives.contains_key(op.op) {
+            let entry = self.collectives.entry(op.op.to_string()).or_insert((0, [0; 65], 0));
+            entry.0 += 1;
+            if let Some(slot) = entry.1.get_mut(bucket) {
+                *slot += 1;
+            }
+            entry.2 = entry.2.saturating_add(bytes);
+        }
+        let key = (Self::key(line), op.comm.unwrap_or("?").to_string());
+        if self.progress.len() >= MAX_PROGRESS && !self.progress.contains_key(&key) {
+            return;
+        }
+        let rank = op.comm.and_then(|c| self.comm_by_pointer.get(&(Self::key(line), c.to_string()))).and_then(|&i| {
+            self.comms[i].ranks.values().find(|r| r.host.as_deref() == line.host && r.pid == line.pid).map(|r| r.rank)
+        });
+        let progress = self.progress.entry(key).or_default();
+        progress.calls += 1;
+        progress.last_op_count = op.op_count;
+        progress.rank = rank.or(progress.rank);
+        if progress.last_op != op.op {
+            progress.last_op = op.op.to_string();
+        }
+    }
+
+    /// The report of everything read so far.
+    pub fn finish(self) -> NcclReport {
+        let hosts = canonical_hosts(&self.host_lines);
+        let rename = |h: &str| hosts.get(h).cloned().unwrap_or_else(|| h.to_string());
+        let mut host_list: Vec<String> = hosts.values().cloned().collect::<BTreeSet<_>>().into_iter().collect();
+        host_list.sort();
+        let processes: BTreeSet<(Option<String>, Option<u64>)> =
+            self.processes.iter().map(|(h, p)| (h.as_deref().map(rename), *p)).collect();
+
+        let communicators = self.comms.into_iter().map(|c| c.into_report(&rename)).collect();
+        let env_overrides = self
+            .env
+            .into_iter()
+            .map(|((name, value), hosts)| EnvOverride {
+                name,
+                value,
+                hosts: hosts.iter().map(|h| rename(h)).collect::<BTreeSet<_>>().into_iter().collect(),
+            })
+            .collect();
+        let mut warnings = self.warnings;
+        for warning in &mut warnings {
+            warning.host = warning.host.as_deref().map(rename);
+        }
+        let collectives = self
+            .collectives
+            .into_iter()
+            .map(|(op, (calls, histogram, total_bytes))| {
+                let size_histogram = histogram
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(bucket, n)| (if bucket == 0 { 0 } else { 1u64 << (bucket - 1).min(63) }, *n))
+                    .collect();
+                (op, CollectiveStats { calls, size_histogram, total_bytes })
+            })
+            .collect();
+        let mut progress: Vec<RankProgress> = self
+            .progress
+            .into_iter()
+            .map(|((process, comm), p)| RankProgress {
+                host: process.0.as_deref().map(rename),
+                pid: process.1,
+                comm,
+                rank: p.rank,
+                last_op: p.last_op,
+                last_op_count: p.last_op_count,
+                calls: p.calls,
+            })
+            .collect();
+        progress.sort_by(|a, b| (&a.host, a.pid, &a.comm).cmp(&(&b.host, b.pid, &b.comm)));
+        NcclReport {
+            schema_version: NCCL_REPORT_SCHEMA_VERSION,
+            inputs: Vec::new(),
+            nccl_versions: self.versions.into_iter().collect(),
+            hosts: host_list,
+            processes: processes.iter().filter(|(h, _)| h.is_some()).count() as u64,
+            communicators,
+            network: self.network,
+            env_overrides,
+            warnings,
+            warning_count: self.warning_count,
+            error_codes: self
+                .errors
+                .into_iter()
+                .map(|((location, code), count)| ErrorTrace { location, code, count })
+                .collect(),
+            collectives,
+            progress,
+            tuning: self
+                .tuning
+                .into_iter()
+                .map(|((collective, algorithm, protocol, bytes), count)| TuningChoice {
+                    collective,
+                    algorithm,
+                    protocol,
+                    bytes,
+                    count,
+                })
+                .collect(),
+            init_complete: self.init_complete,
+            via: self.via,
+            lines: self.lines,
+            nccl_lines: self.nccl_lines,
+            unparsed_lines: self.unparsed_lines,
+        }
+    }
+}
+
+impl CommState {
+    fn saw_host(&mut self, host: Option<&str>) {
+        if let Some(host) = host
+            && self.hosts_seen.len() < MAX_SMALL_TABLE
+            && !self.hosts_seen.contains(host)
+        {
+            self.hosts_seen.insert(host.to_string());
+        }
+    }
+
+    fn saw_rank(&mut self, rank: u32) {
+        self.highest_rank = Some(self.highest_rank.map_or(rank, |r| r.max(rank)));
+    }
+
+    fn add_tree(&mut self, channel: u32, parent: i64, me: i64, children: &[i64]) {
+        let Ok(me) = u32::try_from(me) else { return };
+        self.saw_rank(me);
+        for rank in children.iter().chain([&parent]).filter_map(|r| u32::try_from(*r).ok()) {
+            self.saw_rank(rank);
+        }
+        if self.trees.len() >= MAX_SMALL_TABLE * 16 {
+            return;
+        }
+        let children = children.iter().filter_map(|c| u32::try_from(*c).ok()).collect();
+        self.trees.insert((channel, me), (parent.max(-1), children));
+    }
+
+    fn into_report(self, rename: &dyn Fn(&str) -> String) -> Communicator {
+        let mut ranks: Vec<RankInfo> = self.ranks.into_values().collect();
+        for rank in &mut ranks {
+            rank.host = rank.host.as_deref().map(rename);
+        }
+        let host_of = |rank: u32| -> Option<String> {
+            ranks
+                .iter()
+                .find(|r| r.rank == rank)
+                .and_then(|r| r.host.clone())
+                .or_else(|| self.rank_hosts.get(&rank).map(|h| rename(h)))
+        };
+        let listing = self.ring_orders.values().map(|o| o.len() as u32).max();
+        let (nranks, nranks_source) = match (self.nranks, self.coll_nranks, listing, self.highest_rank) {
+            (Some(n), ..) => (Some(n), Some("printed")),
+            (None, Some(n), ..) => (Some(n), Some("coll-line")),
+            (None, None, Some(n), _) => (Some(n), Some("ring-listing")),
+            (None, None, None, Some(r)) => (Some(r + 1), Some("highest-rank-seen")),
+            _ => (None, None),
+        };
+        let mut rings: Vec<Ring> =
+            self.ring_orders.iter().map(|(channel, order)| Ring { channel: *channel, order: order.clone() }).collect();
+        // Without rank 0's listing, a ring can still be read from the per-rank
+        // neighbour lines, or from connection lines where each rank has one
+        // outgoing edge in the channel (more would mean tree edges are mixed in).
+        let mut edges: BTreeMap<u32, BTreeSet<(u32, u32)>> = BTreeMap::new();
+        for (channel, next) in &self.ring_next {
+            edges.entry(*channel).or_default().extend(next.iter().map(|(a, b)| (*a, *b)));
+        }
+        for (channel, prev) in &self.ring_prev {
+            edges.entry(*channel).or_default().extend(prev.iter().map(|(me, p)| (*p, *me)));
+        }
+        if edges.is_empty() {
+            for (channel, conn_index, from, to, direction, _) in &self.connections {
+                if let (0, Some(to), Direction::None | Direction::Send) = (conn_index, to, direction) {
+                    edges.entry(*channel).or_default().insert((*from, *to));
+                }
+            }
+        }
+        for (channel, pairs) in &edges {
+            if self.ring_orders.contains_key(channel) {
+                continue;
+            }
+            if let Some(order) = ring_from_edges(pairs, nranks) {
+                rings.push(Ring { channel: *channel, order });
+            }
+        }
+        rings.sort_by_key(|r| r.channel);
+        let trees = self
+            .trees
+            .into_iter()
+            .map(|((channel, rank), (parent, children))| TreeNode { channel, rank, parent, children })
+            .collect();
+        let connections = self
+            .connections
+            .into_iter()
+            .map(|(channel, conn_index, from, to, direction, via)| {
+                let cross_node = to.and_then(|to| Some(host_of(from)? != host_of(to)?));
+                Connection {
+                    channel,
+                    conn_index,
+                    from,
+                    to,
+                    direction,
+                    transport: transport_kind(&via),
+                    gdr: via.contains("/GDRDMA"),
+                    proxy_rank: proxy_rank(&via),
+                    detail: via,
+                    cross_node,
+                }
+            })
+            .collect();
+        let hosts: BTreeSet<String> = ranks
+            .iter()
+            .filter_map(|r| r.host.clone())
+            .chain(self.rank_hosts.values().map(|h| rename(h)))
+            .chain(self.hosts_seen.iter().map(|h| rename(h)))
+            .collect();
+        Communicator {
+            id: self.id,
+            nranks,
+            nranks_source: nranks_source.map(str::to_string),
+            nnodes: self.nnodes.or((!hosts.is_empty()).then_some(hosts.len() as u32)),
+            ranks,
+            rings,
+            trees,
+            connections,
+            channels: self.channels,
+            graphs: self.graphs,
+            init_complete: self.init_complete.into_iter().collect(),
+            init_seconds: self.init_seconds,
+        }
+    }
+}
+
+/// The ring order (from rank 0) that a set of `a -> b` ring edges implies, or
+/// `None` when they do not fix it: a rank with two successors, a cycle that
+/// skips ranks, or more than one rank missing. With the communicator size known,
+/// a single rank missing from the edges goes into the single gap.
+fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<Vec<u32>> {
+    let mut next: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut prev: BTreeMap<u32, u32> = BTreeMap::new();
+    for &(a, b) in edges {
+        if a == b || next.insert(a, b).is_some_and(|old| old != b) || prev.insert(b, a).is_some_and(|old| old != a) {
+            return None;
+        }
+    }
+    let mut forward = vec![0u32];
+    while let Some(&n) = next.get(forward.last()?) {
+        if n == 0 {
+            break;
+        }
+        if forward.contains(&n) {
+            return None;
+        }
+        forward.push(n);
+    }
+    let closed = next.get(forward.last()?) == Some(&0);
+    let ranks: BTreeSet<u32> = next.keys().chain(prev.keys()).copied().collect();
+    let total = nranks.map_or(ranks.len(), |n| n as usize);
+    if closed {
+        return (forward.len() == total && ranks.len() == total).then_some(forward);
+    }
+    let mut backward = Vec::new();
+    let mut at = 0u32;
+    while let Some(&p) = prev.get(&at) {
+        if forward.contains(&p) || backward.contains(&p) {
+            return None;
+        }
+        backward.push(p);
+        at = p;
+    }
+    backward.reverse();
+    let placed = forward.len() + backward.len();
+    let missing: Vec<u32> = (0..nranks?).filter(|r| !forward.contains(r) && !backward.contains(r)).collect();
+    match missing.as_slice() {
+        [] if placed == total => Some([forward, backward].concat()),
+        [only] if placed + 1 == total => Some([forward, vec![*only], backward].concat()),
+        _ => None,
+    }
+}
+
+/// Hosts as printed, mapped to a canonical name: a name that is another known
+/// name with junk glued in front (application output without a newline) is
+/// folded into that name.
+fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
+    let mut names: Vec<(&String, &u64)> = lines.iter().collect();
+    names.sort();
+    names
+        .iter()
+        .map(|(name, count)| {
+            let target = names
+                .iter()
+                .filter(|(other, other_count)| {
+                    other.len() < name.len() && name.ends_with(other.as_str()) && *other_count > *count
+                })
+                .max_by_key(|(other, _)| other.len())
+                .map_or((*name).clone(), |(other, _)| (*other).clone());
+            ((*name).clone(), target)
+        })
+        .collect()
+}
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if list.len() < MAX_SMALL_TABLE && !list.iter().any(|i| i == item) {
+        list.push(item.to_string());
+    }
+}
+
+/// Bytes per element of an `ncclDataType_t`.
+fn datatype_size(datatype: u32) -> u64 {
+    match datatype {
+        0 | 1 | 10 | 11 => 1,
+        6 | 9 => 2,
+        2 | 3 | 7 => 4,
+        4 | 5 | 8 => 8,
+        _ => 1,
+    }
+}
+
+/// The transport named by the text after `via`.
+pub fn transport_kind(via: &str) -> TransportKind {
+    if via.starts_with("P2P/") {
+        TransportKind::P2p
+    } else if via.starts_with("SHM/") || via.starts_with("direct shared memory") {
+        TransportKind::Shm
+    } else if via.starts_with("NET/IB") {
+        TransportKind::NetIb
+    } else if via.starts_with("NET/Socket") {
+        TransportKind::NetSocket
+    } else if via.starts_with("NET/AWS Libfabric") || via.starts_with("NET/Libfabric") || via.starts_with("NET/OFI") {
+        TransportKind::NetOfi
+    } else if via.starts_with("NET/") {
+        TransportKind::NetOther
+    } else if via.starts_with("COLLNET/") {
+        TransportKind::CollNet
+    } else {
+        TransportKind::Other
+    }
+}
+
+/// `NET/IBext_v8/0(4)/GDRDMA` -> 4: PXN through local rank 4.
+fn proxy_rank(via: &str) -> Option<u32> {
+    let open = via.find('(')?;
+    let close = via[open..].find(')')? + open;
+    via[open + 1..close].parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_only_where_the_edges_fix_them() {
+        let set = |pairs: &[(u32, u32)]| pairs.iter().copied().collect::<BTreeSet<_>>();
+        assert_eq!(ring_from_edges(&set(&[(0, 1), (1, 3), (3, 2), (2, 0)]), None), Some(vec![0, 1, 3, 2]));
+        // Rank 0 says 2 -> 0 -> 1; with 4 ranks, 3 must sit between 1 and 2.
+        assert_eq!(ring_from_edges(&set(&[(2, 0), (0, 1)]), Some(4)), Some(vec![0, 1, 3, 2]));
+        assert_eq!(ring_from_edges(&set(&[(2, 0), (0, 1)]), Some(5)), None, "two ranks missing");
+        assert_eq!(ring_from_edges(&set(&[(0, 1), (1, 0), (2, 3), (3, 2)]), None), None);
+        assert_eq!(ring_from_edges(&set(&[(0, 1), (0, 2), (1, 0), (2, 0)]), None), None, "tree edges mixed in");
+    }
+
+    #[test]
+    fn glued_hostnames_fold_into_the_real_one() {
+        let lines: HashMap<String, u64> = [("mew0".to_string(), 100), ("-1mew0".to_string(), 1)].into();
+        assert_eq!(canonical_hosts(&lines)["-1mew0"], "mew0");
+        assert_eq!(proxy_rank("NET/IBext_v8/0(4)/GDRDMA"), Some(4));
+        assert_eq!(transport_kind("NET/AWS Libfabric/0/GDRDMA"), TransportKind::NetOfi);
+    }
+}

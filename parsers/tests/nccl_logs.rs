@@ -1,0 +1,179 @@
+//! Every real log in `tests/fixtures/nccl-logs/` against the facts read from it by
+//! hand (`truth.yaml`, conventions at its top).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use topo_model::nccl::{NcclReport, TransportKind};
+use topo_parsers::nccl_log::{LogParser, read_lines, transport_kind};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/nccl-logs")
+}
+
+#[derive(Deserialize, Debug)]
+struct TreeEntry {
+    parent: i64,
+    children: Vec<i64>,
+}
+
+#[derive(Deserialize, Debug)]
+struct Truth {
+    file: String,
+    nccl_version: Option<String>,
+    ranks: Option<u32>,
+    nodes: Option<u32>,
+    hosts: Option<Vec<String>>,
+    processes: Option<u64>,
+    network: Option<String>,
+    net_devices: Option<Vec<String>>,
+    rings: Option<BTreeMap<u32, Vec<u32>>>,
+    trees: Option<BTreeMap<u32, Option<BTreeMap<u32, TreeEntry>>>>,
+    transports: BTreeMap<String, u64>,
+    via: BTreeMap<String, u64>,
+    env_overrides: BTreeMap<String, String>,
+    warnings: u64,
+    error_codes: Vec<i64>,
+    coll_ops: BTreeMap<String, u64>,
+    init_complete: u64,
+    channel_summary: Option<String>,
+}
+
+fn parse(file: &str) -> NcclReport {
+    let mut parser = LogParser::new();
+    read_lines(&fixtures().join(file), &mut parser).unwrap();
+    parser.finish()
+}
+
+/// The truth file's transport categories for one `via` string.
+fn category(via: &str) -> &'static str {
+    let gdr = via.contains("/GDRDMA");
+    match transport_kind(via) {
+        TransportKind::P2p => "p2p",
+        TransportKind::Shm => "shm",
+        TransportKind::NetIb if gdr => "net_ib_gdr",
+        TransportKind::NetIb => "net_ib",
+        TransportKind::NetSocket => "net_socket",
+        TransportKind::NetOfi if gdr => "net_ofi_gdr",
+        TransportKind::NetOfi => "net_ofi",
+        TransportKind::CollNet => "collnet",
+        _ => "other",
+    }
+}
+
+fn check(truth: &Truth, report: &NcclReport) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut expect = |what: &str, ok: bool, detail: String| {
+        if !ok {
+            problems.push(format!("{what}: {detail}"));
+        }
+    };
+    if let Some(version) = &truth.nccl_version {
+        expect("version", report.nccl_versions.contains(version), format!("{:?}", report.nccl_versions));
+    }
+    let largest = report.communicators.iter().filter_map(|c| c.nranks).max();
+    if let Some(ranks) = truth.ranks {
+        expect("ranks", largest == Some(ranks), format!("want {ranks}, got {largest:?}"));
+    }
+    if let Some(nodes) = truth.nodes {
+        let ours = report.communicators.iter().filter_map(|c| c.nnodes).max();
+        expect("nodes", ours == Some(nodes), format!("want {nodes}, got {ours:?}"));
+    }
+    if let Some(hosts) = &truth.hosts {
+        let want: BTreeSet<&String> = hosts.iter().collect();
+        let got: BTreeSet<&String> = report.hosts.iter().collect();
+        expect("hosts", want == got, format!("want {want:?}, got {got:?}"));
+    }
+    if let Some(processes) = truth.processes {
+        expect("processes", report.processes == processes, format!("want {processes}, got {}", report.processes));
+    }
+    if let Some(network) = &truth.network {
+        expect("network", report.network.used.contains(network), format!("{:?}", report.network.used));
+    }
+    if let Some(devices) = &truth.net_devices {
+        // The hand-written labels once say "tcp provider (1 nic)" for "tcp (1 nic)".
+        let want: BTreeSet<String> = devices.iter().map(|d| d.replace(" provider", "")).collect();
+        let got: BTreeSet<String> = report.network.devices.iter().cloned().collect();
+        expect("net_devices", want == got, format!("want {want:?}, got {got:?}"));
+    }
+    if let Some(rings) = &truth.rings {
+        let ours: BTreeMap<u32, Vec<u32>> =
+            report.communicators.iter().flat_map(|c| c.rings.iter().map(|r| (r.channel, r.order.clone()))).collect();
+        for (channel, order) in rings {
+            expect(
+                "ring",
+                ours.get(channel) == Some(order),
+                format!("channel {channel}: want {order:?}, got {:?}", ours.get(channel)),
+            );
+        }
+    }
+    if let Some(trees) = &truth.trees {
+        for (rank, channels) in trees {
+            for (channel, entry) in channels.iter().flatten() {
+                let ours = report
+                    .communicators
+                    .iter()
+                    .flat_map(|c| &c.trees)
+                    .find(|t| t.rank == *rank && t.channel == *channel);
+                let want_children: Vec<u32> = entry.children.iter().filter_map(|c| u32::try_from(*c).ok()).collect();
+                let ok = ours.is_some_and(|t| t.parent == entry.parent && t.children == want_children);
+                expect("tree", ok, format!("rank {rank} channel {channel}: want {entry:?}, got {ours:?}"));
+            }
+        }
+    }
+    let mut categories: BTreeMap<&str, u64> = BTreeMap::new();
+    for (via, n) in &report.via {
+        *categories.entry(category(via)).or_default() += n;
+    }
+    for (name, n) in &truth.transports {
+        let got = categories.get(name.as_str()).copied().unwrap_or(0);
+        expect("transport", got == *n, format!("{name}: want {n}, got {got}"));
+    }
+    expect("via", report.via == truth.via, format!("want {:?}, got {:?}", truth.via, report.via));
+    let env: BTreeMap<String, String> =
+        report.env_overrides.iter().map(|e| (e.name.clone(), e.value.clone())).collect();
+    expect("env", env == truth.env_overrides, format!("want {:?}, got {env:?}", truth.env_overrides));
+    expect(
+        "warnings",
+        report.warning_count == truth.warnings,
+        format!("want {}, got {}", truth.warnings, report.warning_count),
+    );
+    let codes: BTreeSet<i64> = report.error_codes.iter().map(|e| e.code).collect();
+    let want_codes: BTreeSet<i64> = truth.error_codes.iter().copied().collect();
+    expect("error codes", codes == want_codes, format!("want {want_codes:?}, got {codes:?}"));
+    let ops: BTreeMap<String, u64> = report.collectives.iter().map(|(op, s)| (op.clone(), s.calls)).collect();
+    expect("coll ops", ops == truth.coll_ops, format!("want {:?}, got {ops:?}", truth.coll_ops));
+    expect(
+        "init complete",
+        report.init_complete == truth.init_complete,
+        format!("want {}, got {}", truth.init_complete, report.init_complete),
+    );
+    if let Some(summary) = &truth.channel_summary {
+        let ours = report.communicators.iter().find_map(|c| c.channels).map(|c| {
+            let mut parts = vec![format!("{} coll channels", c.coll)];
+            parts.extend(c.collnet.map(|n| format!("{n} collnet channels")));
+            parts.extend(c.nvls.map(|n| format!("{n} nvls channels")));
+            parts.push(format!("{} p2p channels", c.p2p));
+            parts.extend(c.p2p_per_peer.map(|n| format!("{n} p2p channels per peer")));
+            parts.join(", ")
+        });
+        expect("channel summary", ours.as_deref() == Some(summary.as_str()), format!("want {summary:?}, got {ours:?}"));
+    }
+    problems
+}
+
+#[test]
+fn every_log_matches_its_hand_read_facts() {
+    let text = std::fs::read_to_string(fixtures().join("truth.yaml")).unwrap();
+    let truths: Vec<Truth> = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(truths.len(), 35);
+    let mut failures = Vec::new();
+    for truth in &truths {
+        let report = parse(&truth.file);
+        for problem in check(truth, &report) {
+            failures.push(format!("{}: {problem}", truth.file));
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
