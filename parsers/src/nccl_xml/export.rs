@@ -20,7 +20,7 @@ pub fn to_xml(topology: &Topology) -> String {
         .collect();
     let mut out = String::from("<system version=\"1\">\n");
     let mut numa_ids: Vec<i32> = topology.numa_nodes.iter().map(|n| n.id).collect();
-    if numa_ids.is_empty() {
+    if numa_ids.is_empty() && (!exported.is_empty() || !topology.nics.is_empty()) {
         numa_ids.push(-1);
     }
     for (position, numa) in numa_ids.iter().enumerate() {

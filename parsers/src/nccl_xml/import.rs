@@ -105,8 +105,10 @@ impl Reader<'_, '_> {
         if self.topology.numa_nodes.iter().any(|n| n.id == id && id >= 0) {
             self.warn(cpu, format!("NUMA node {id} is listed twice; its CPUs are merged"));
         }
+        // `numaid="-1"` with no CPUs names no NUMA node: only a place to hang devices.
         match self.topology.numa_nodes.iter_mut().find(|n| n.id == id) {
             Some(node) => node.cpus = CpuSet::new([node.cpus.cpus(), cpus.cpus()].concat()),
+            None if id < 0 && cpus.is_empty() => {}
             None => self.topology.numa_nodes.push(NumaNode { id, cpus, ..NumaNode::default() }),
         }
         let numa = (id >= 0).then_some(id);
