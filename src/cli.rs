@@ -24,8 +24,31 @@ enum Command {
     Show(ShowArgs),
     /// Record this machine (or a capture, file or example) as a replayable snapshot.
     Snapshot(SnapshotArgs),
+    /// Read NCCL_DEBUG=INFO logs: communicators, rings, trees and the transport of every hop.
+    Nccl(NcclArgs),
     /// List the bundled example machines.
     Examples,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ReportFormat {
+    Plain,
+    /// The documented interface: docs/nccl-report.md.
+    Json,
+    Yaml,
+}
+
+#[derive(Args)]
+struct NcclArgs {
+    /// Log files (plain or .gz), directories of NCCL_DEBUG_FILE outputs, or `-` for stdin.
+    #[arg(required = true, value_name = "LOG")]
+    inputs: Vec<PathBuf>,
+    /// A snapshot or NCCL topology XML of the machine the ranks ran on: every
+    /// same-host hop gets the hardware path between its two GPUs.
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "plain")]
+    format: ReportFormat,
 }
 
 /// Where the machine description comes from. With none of these, this machine is probed.
@@ -98,6 +121,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Show(args) => show(args),
         Command::Snapshot(args) => snapshot(args),
+        Command::Nccl(args) => nccl(args),
         Command::Examples => {
             let mut text = String::new();
             for example in crate::examples::EXAMPLES {
@@ -151,4 +175,26 @@ fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
         None => output::print(&text)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
+    let machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
+    let mut report = sources::nccl_report(&args.inputs);
+    if let Some(snapshot) = &machine {
+        let annotated = report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+        if annotated == 0 {
+            output::warn("no connection joins two GPUs of the given machine (ranks need bus IDs from init lines)");
+        }
+    }
+    let failed: Vec<&topo_model::nccl::InputSummary> = report.inputs.iter().filter(|i| i.error.is_some()).collect();
+    for input in &failed {
+        eprintln!("topo: error: {}", input.error.as_deref().unwrap_or_default());
+    }
+    let text = match args.format {
+        ReportFormat::Plain => views::nccl::render(&report),
+        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+    };
+    output::print(&text)?;
+    Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
 }

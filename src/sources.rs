@@ -62,3 +62,53 @@ fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
         Ok(Snapshot::load(path)?)
     }
 }
+
+/// Reads NCCL logs: files (plain or gzip), directories of them (walked in name
+/// order, as `NCCL_DEBUG_FILE=nccl.%h.%p` leaves them) and `-` for stdin. An
+/// input that cannot be read is reported in the summary and skipped; the others
+/// are still read.
+pub fn nccl_report(inputs: &[std::path::PathBuf]) -> topo_model::nccl::NcclReport {
+    use topo_parsers::nccl_log::{LogParser, read_lines};
+    let mut parser = LogParser::new();
+    let mut summaries = Vec::new();
+    for path in expand(inputs) {
+        let before = parser.lines_read();
+        let error = read_lines(&path, &mut parser).err().map(|e| e.to_string());
+        summaries.push(topo_model::nccl::InputSummary {
+            name: path.display().to_string(),
+            lines: parser.lines_read() - before,
+            error,
+        });
+    }
+    let mut report = parser.finish();
+    report.inputs = summaries;
+    report
+}
+
+/// Directories become the files below them, sorted; other paths stay as given
+/// (so a missing one is reported by the reader).
+fn expand(inputs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let mut stack = vec![input.clone()];
+            let mut files = Vec::new();
+            while let Some(dir) = stack.pop() {
+                match std::fs::read_dir(&dir) {
+                    Ok(entries) => {
+                        for entry in entries.flatten() {
+                            let path = entry.path();
+                            if path.is_dir() { stack.push(path) } else { files.push(path) }
+                        }
+                    }
+                    Err(_) => files.push(dir),
+                }
+            }
+            files.sort();
+            out.extend(files);
+        } else {
+            out.push(input.clone());
+        }
+    }
+    out
+}

@@ -148,7 +148,7 @@ pub enum TransportKind {
 }
 
 /// One connection line (`Channel 02/0 : 3[3] -> 4[4] [send] via NET/IB/1/GDRDMA`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Connection {
     pub channel: u32,
     /// 0 = collective (ring/tree) connection, 1 = point-to-point (2.12+).
@@ -169,6 +169,64 @@ pub struct Connection {
     /// Whether the two ranks are on different hosts, when both hosts are known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross_node: Option<bool>,
+    /// The hardware path between the two ranks' GPUs, when a snapshot of their
+    /// machine was given (`topo nccl --from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware: Option<HardwarePath>,
+}
+
+/// How the machine connects two GPUs, in both vocabularies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HardwarePath {
+    /// nvidia-smi's class (`NV18`, `PIX`, `SYS`, ...).
+    pub smi: String,
+    /// NCCL's path type (`NVL`, `PXB`, `PHB`, ...).
+    pub nccl: String,
+    /// What the path should carry per direction, GB/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_gbps: Option<f64>,
+}
+
+impl NcclReport {
+    /// Annotates every same-host connection with the hardware path between the
+    /// two ranks' GPUs, for ranks whose bus ID the log printed and whose host is
+    /// the machine `topology` describes (`host` = its hostname; `None` accepts any
+    /// single-host communicator). Returns how many connections were annotated.
+    pub fn annotate(&mut self, topology: &crate::Topology, host: Option<&str>) -> usize {
+        let mut annotated = 0;
+        for comm in &mut self.communicators {
+            let hosts: std::collections::BTreeSet<&str> = comm.ranks.iter().filter_map(|r| r.host.as_deref()).collect();
+            let on_machine = |rank: &RankInfo| match (host, rank.host.as_deref()) {
+                (Some(h), Some(r)) => h == r,
+                (None, _) => hosts.len() <= 1,
+                (Some(_), None) => false,
+            };
+            let bus_of = |rank: u32| -> Option<BusId> {
+                comm.ranks.iter().find(|r| r.rank == rank).filter(|r| on_machine(r)).and_then(|r| r.bus_id)
+            };
+            let pairs: Vec<(usize, BusId, BusId)> = comm
+                .connections
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| Some((i, bus_of(c.from)?, bus_of(c.to?)?)))
+                .collect();
+            for (i, a, b) in pairs {
+                if topology.gpu(a).is_none() || topology.gpu(b).is_none() {
+                    continue;
+                }
+                let path = topology.path(a, b);
+                if let Some(connection) = comm.connections.get_mut(i) {
+                    connection.hardware = Some(HardwarePath {
+                        smi: path.smi.to_string(),
+                        nccl: path.nccl.to_string(),
+                        expected_gbps: path.expected.map(|b| (b.gbps() * 10.0).round() / 10.0),
+                    });
+                    annotated += 1;
+                }
+            }
+        }
+        annotated
+    }
 }
 
 /// `N coll channels, N collnet channels, N nvls channels, N p2p channels, N p2p channels per peer`.

@@ -2,6 +2,7 @@
 
 pub mod document;
 pub mod dot;
+pub mod nccl;
 pub mod plain;
 
 use topo_model::topology::pci_class;

@@ -94,6 +94,11 @@ impl LogParser {
         LogParser::default()
     }
 
+    /// Lines read so far, over all inputs.
+    pub fn lines_read(&self) -> u64 {
+        self.lines
+    }
+
     /// Names the input the following lines come from (for warnings' locations).
     pub fn start_input(&mut self, name: &str) {
         self.input_name = name.to_string();
@@ -606,6 +611,7 @@ impl CommState {
                     proxy_rank: proxy_rank(&via),
                     detail: via,
                     cross_node,
+                    hardware: None,
                 }
             })
             .collect();

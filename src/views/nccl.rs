@@ -1,0 +1,331 @@
+//! The human report of `topo nccl`: per communicator its ranks, rings with the
+//! transport of every hop, trees, channel counts and graph search; then network,
+//! environment, warnings, errors, collectives and tuning.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use topo_model::nccl::{Communicator, Connection, Direction, NcclReport, Ring};
+
+/// `ncclResult_t` names, for error traces.
+fn result_name(code: i64) -> &'static str {
+    match code {
+        0 => "success",
+        1 => "unhandled CUDA error",
+        2 => "system error",
+        3 => "internal error",
+        4 => "invalid argument",
+        5 => "invalid usage",
+        6 => "remote error",
+        7 => "in progress",
+        8 => "timeout",
+        _ => "unknown",
+    }
+}
+
+pub fn render(report: &NcclReport) -> String {
+    let mut out = String::new();
+    summary(&mut out, report);
+    for (index, comm) in report.communicators.iter().enumerate() {
+        communicator(&mut out, index, comm);
+    }
+    network(&mut out, report);
+    environment(&mut out, report);
+    problems(&mut out, report);
+    collectives(&mut out, report);
+    let _ = writeln!(
+        out,
+        "Lines: {} read, {} from NCCL, {} not understood",
+        report.lines, report.nccl_lines, report.unparsed_lines
+    );
+    out
+}
+
+fn summary(out: &mut String, report: &NcclReport) {
+    let versions = if report.nccl_versions.is_empty() {
+        "version not printed".to_string()
+    } else {
+        report.nccl_versions.join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "NCCL {versions} · {} host{} · {} process{} · {} communicator{}",
+        report.hosts.len(),
+        plural(report.hosts.len()),
+        report.processes,
+        if report.processes == 1 { "" } else { "es" },
+        report.communicators.len(),
+        plural(report.communicators.len()),
+    );
+    if !report.hosts.is_empty() {
+        let _ = writeln!(out, "Hosts: {}", report.hosts.join(", "));
+    }
+    out.push('\n');
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn communicator(out: &mut String, index: usize, comm: &Communicator) {
+    let size = match (comm.nranks, comm.nranks_source.as_deref()) {
+        (Some(n), Some("printed")) | (Some(n), None) => format!("{n} ranks"),
+        (Some(n), Some(source)) => format!("{n} ranks ({source})"),
+        (None, _) => "size unknown".to_string(),
+    };
+    let nodes = comm.nnodes.map(|n| format!(" on {n} node{}", plural(n as usize))).unwrap_or_default();
+    let _ = writeln!(out, "Communicator {index} [{}]: {size}{nodes}", comm.id);
+    if let Some(n) = comm.nranks.filter(|_| !comm.init_complete.is_empty() || !comm.ranks.is_empty()) {
+        let _ = write!(out, "  Init COMPLETE: {}/{n} ranks", comm.init_complete.len());
+        if let Some(seconds) = comm.init_seconds {
+            let _ = write!(out, ", slowest {seconds:.2} s");
+        }
+        out.push('\n');
+    }
+    if !comm.ranks.is_empty() {
+        out.push_str("  rank  host                  pid       cudaDev  nvmlDev  busId\n");
+        for rank in &comm.ranks {
+            let _ = writeln!(
+                out,
+                "  {:<5} {:<21} {:<9} {:<8} {:<8} {}",
+                rank.rank,
+                rank.host.as_deref().unwrap_or("?"),
+                rank.pid.map_or("?".to_string(), |p| p.to_string()),
+                rank.cuda_dev.map_or("?".to_string(), |d| d.to_string()),
+                rank.nvml_dev.map_or("?".to_string(), |d| d.to_string()),
+                rank.bus_id.map_or("?".to_string(), |b| b.to_string()),
+            );
+        }
+    }
+    if let Some(c) = comm.channels {
+        let mut parts = vec![format!("{} coll", c.coll)];
+        parts.extend(c.collnet.map(|n| format!("{n} collnet")));
+        parts.extend(c.nvls.map(|n| format!("{n} nvls")));
+        parts.push(format!("{} p2p", c.p2p));
+        parts.extend(c.p2p_per_peer.map(|n| format!("{n} p2p per peer")));
+        let _ = writeln!(out, "  Channels: {}", parts.join(", "));
+    }
+    for graph in &comm.graphs {
+        let kind = match graph.pattern {
+            1 => "balanced tree",
+            2 => "split tree",
+            3 => "tree",
+            4 => "ring",
+            5 => "NVLS",
+            6 => "CollNet direct",
+            _ => "pattern",
+        };
+        let _ = writeln!(
+            out,
+            "  Graph search: {kind} (pattern {}), {} channels, bw {:.1}/{:.1} GB/s, type {}/{}",
+            graph.pattern, graph.channels, graph.bw_intra, graph.bw_inter, graph.type_intra, graph.type_inter
+        );
+    }
+    rings(out, comm);
+    trees(out, comm);
+    transports(out, comm);
+    out.push('\n');
+}
+
+/// The connection carrying a ring hop: collective connection, sender's side.
+fn hop<'a>(comm: &'a Communicator, channel: u32, from: u32, to: u32) -> Option<&'a Connection> {
+    comm.connections
+        .iter()
+        .filter(|c| c.channel == channel && c.conn_index == 0 && c.from == from && c.to == Some(to))
+        .min_by_key(|c| match c.direction {
+            Direction::Send | Direction::None => 0,
+            Direction::Receive => 1,
+        })
+}
+
+fn hop_text(comm: &Communicator, channel: u32, from: u32, to: u32) -> String {
+    match hop(comm, channel, from, to) {
+        Some(c) => {
+            let mut text = format!("{from}→{to} {}", c.detail);
+            if c.cross_node == Some(true) {
+                text.push_str(" [cross-node]");
+            }
+            if let Some(hw) = &c.hardware {
+                let _ = write!(text, " [{} / {}]", hw.smi, hw.nccl);
+            }
+            text
+        }
+        None => format!("{from}→{to} ?"),
+    }
+}
+
+fn ring_hops(comm: &Communicator, ring: &Ring) -> Vec<String> {
+    let n = ring.order.len();
+    (0..n).map(|i| hop_text(comm, ring.channel, ring.order[i], ring.order[(i + 1) % n])).collect()
+}
+
+fn rings(out: &mut String, comm: &Communicator) {
+    if comm.rings.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  Rings ({}):", comm.rings.len());
+    // Channels with the same order and transports print once.
+    let mut seen: BTreeMap<(Vec<u32>, Vec<String>), u32> = BTreeMap::new();
+    for ring in &comm.rings {
+        let hops = ring_hops(comm, ring);
+        let order: Vec<String> = ring.order.iter().chain(ring.order.first()).map(u32::to_string).collect();
+        let key = (
+            ring.order.clone(),
+            hops.iter().map(|h| h.split_once(' ').map_or(h.clone(), |(_, t)| t.to_string())).collect(),
+        );
+        if let Some(first) = seen.get(&key) {
+            let _ = writeln!(out, "    {:02}: same as {first:02}", ring.channel);
+            continue;
+        }
+        seen.insert(key, ring.channel);
+        let _ = writeln!(out, "    {:02}: {}", ring.channel, order.join(" → "));
+        if hops.iter().any(|h| !h.ends_with(" ?")) {
+            let _ = writeln!(out, "        {}", hops.join(" · "));
+        }
+    }
+}
+
+fn trees(out: &mut String, comm: &Communicator) {
+    if comm.trees.is_empty() {
+        return;
+    }
+    let mut by_channel: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for node in &comm.trees {
+        let parent = if node.parent < 0 { "root".to_string() } else { format!("↑{}", node.parent) };
+        let children = if node.children.is_empty() {
+            String::new()
+        } else {
+            format!(" ↓{}", node.children.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+        };
+        by_channel.entry(node.channel).or_default().push(format!("{} ({parent}{children})", node.rank));
+    }
+    let _ = writeln!(out, "  Trees ({} channels; rank (parent, children)):", by_channel.len());
+    for (channel, nodes) in by_channel {
+        let _ = writeln!(out, "    {channel:02}: {}", nodes.join("  "));
+    }
+}
+
+fn transports(out: &mut String, comm: &Communicator) {
+    if comm.connections.is_empty() {
+        return;
+    }
+    let mut counts: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for c in &comm.connections {
+        let base = c.detail.split('/').take(2).collect::<Vec<_>>().join("/");
+        let entry = counts.entry(base).or_default();
+        entry.0 += 1;
+        if c.gdr {
+            entry.1 += 1;
+        }
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|(name, (n, gdr))| if *gdr > 0 { format!("{name} {n} ({gdr} GDRDMA)") } else { format!("{name} {n}") })
+        .collect();
+    let cross = comm.connections.iter().filter(|c| c.cross_node == Some(true)).count();
+    let _ =
+        writeln!(out, "  Connections: {} distinct; {}; {cross} cross-node", comm.connections.len(), parts.join(", "));
+}
+
+fn network(out: &mut String, report: &NcclReport) {
+    let net = &report.network;
+    if net.used.is_empty() && net.devices.is_empty() && net.bootstrap.is_empty() && !net.ib_not_found {
+        return;
+    }
+    out.push_str("Network:\n");
+    if !net.used.is_empty() {
+        let _ = writeln!(out, "  Using network {}", net.used.join(", "));
+    }
+    if net.ib_not_found {
+        out.push_str("  NET/IB: no device found\n");
+    }
+    if !net.devices.is_empty() {
+        let _ = writeln!(out, "  Devices: {}", net.devices.join(", "));
+    }
+    if !net.gdr_by_hca.is_empty() {
+        let gdr: Vec<String> = net
+            .gdr_by_hca
+            .iter()
+            .map(|(hca, on)| format!("{hca} {}", if *on { "enabled" } else { "disabled" }))
+            .collect();
+        let _ = writeln!(out, "  GPUDirect RDMA: {}", gdr.join(", "));
+    }
+    if !net.bootstrap.is_empty() {
+        let _ = writeln!(out, "  Bootstrap: {}", net.bootstrap.join(", "));
+    }
+    out.push('\n');
+}
+
+fn environment(out: &mut String, report: &NcclReport) {
+    if report.env_overrides.is_empty() {
+        return;
+    }
+    out.push_str("Set by environment:\n");
+    for env in &report.env_overrides {
+        let hosts = if env.hosts.is_empty() { String::new() } else { format!("  ({})", env.hosts.join(", ")) };
+        let _ = writeln!(out, "  {}={}{hosts}", env.name, env.value);
+    }
+    out.push('\n');
+}
+
+fn problems(out: &mut String, report: &NcclReport) {
+    if report.warning_count > 0 {
+        let _ = writeln!(out, "Warnings ({} lines, {} distinct):", report.warning_count, report.warnings.len());
+        for w in &report.warnings {
+            let who = match (w.host.as_deref(), w.rank) {
+                (Some(h), Some(r)) => format!("{h} rank {r}"),
+                (Some(h), None) => h.to_string(),
+                (None, _) => "?".to_string(),
+            };
+            let source = w.source.as_deref().map(|s| format!(" {s}")).unwrap_or_default();
+            let repeat = if w.count > 1 { format!(" (×{})", w.count) } else { String::new() };
+            let _ = writeln!(out, "  {}:{} {who}{source}: {}{repeat}", w.file, w.line, w.text);
+        }
+        out.push('\n');
+    }
+    if !report.error_codes.is_empty() {
+        out.push_str("Errors propagated:\n");
+        for e in &report.error_codes {
+            let _ = writeln!(out, "  {} -> {} ({}) ×{}", e.location, e.code, result_name(e.code), e.count);
+        }
+        out.push('\n');
+    }
+}
+
+/// Binary units: exact for powers of two (`8 MiB`), one decimal otherwise.
+fn size_label(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut unit = 0;
+    let mut value = bytes as f64;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 { format!("{value:.0} {}", UNITS[unit]) } else { format!("{value:.1} {}", UNITS[unit]) }
+}
+
+fn collectives(out: &mut String, report: &NcclReport) {
+    if !report.collectives.is_empty() {
+        out.push_str("Collectives (from COLL lines):\n");
+        for (op, stats) in &report.collectives {
+            let histogram: Vec<String> =
+                stats.size_histogram.iter().map(|(upper, n)| format!("≤{} ×{n}", size_label(*upper))).collect();
+            let _ = writeln!(
+                out,
+                "  {op}: {} calls, {} total; {}",
+                stats.calls,
+                size_label(stats.total_bytes),
+                histogram.join(", ")
+            );
+        }
+        out.push('\n');
+    }
+    if !report.tuning.is_empty() {
+        out.push_str("Algorithm and protocol chosen (TUNING lines):\n");
+        for t in &report.tuning {
+            let size = t.bytes.map(|b| format!(" {}", size_label(b))).unwrap_or_default();
+            let _ = writeln!(out, "  {}{size} -> {}/{} ×{}", t.collective, t.algorithm, t.protocol, t.count);
+        }
+        out.push('\n');
+    }
+}
