@@ -128,7 +128,7 @@ fn communicator(out: &mut String, index: usize, comm: &Communicator) {
 }
 
 /// The connection carrying a ring hop: collective connection, sender's side.
-fn hop<'a>(comm: &'a Communicator, channel: u32, from: u32, to: u32) -> Option<&'a Connection> {
+fn hop(comm: &Communicator, channel: u32, from: u32, to: u32) -> Option<&Connection> {
     comm.connections
         .iter()
         .filter(|c| c.channel == channel && c.conn_index == 0 && c.from == from && c.to == Some(to))
