@@ -19,8 +19,12 @@ pub fn to_xml(topology: &Topology) -> String {
         .filter(|d| relevant.contains(&d.bus_id) || d.host_bridge.is_none())
         .collect();
     let mut out = String::from("<system version=\"1\">\n");
+    // Each top-level device goes under the `<cpu>` of its own NUMA node; devices
+    // with none known go under a `numaid="-1"` one.
+    let home = |d: &PciDevice| d.numa_node.filter(|n| topology.numa_node(*n).is_some()).unwrap_or(-1);
     let mut numa_ids: Vec<i32> = topology.numa_nodes.iter().map(|n| n.id).collect();
-    if numa_ids.is_empty() && (!exported.is_empty() || !topology.nics.is_empty()) {
+    let homeless = exported.iter().any(|d| export_parent(topology, &exported, d).is_none() && home(d) == -1);
+    if !numa_ids.contains(&-1) && (homeless || (numa_ids.is_empty() && !topology.nics.is_empty())) {
         numa_ids.push(-1);
     }
     for (position, numa) in numa_ids.iter().enumerate() {
@@ -35,9 +39,7 @@ pub fn to_xml(topology: &Topology) -> String {
         attributes.extend(cpu.model.map(|v| ("modelid", v.to_string())));
         open(&mut out, 1, "cpu", &attributes, false);
         for device in exported.iter().filter(|d| export_parent(topology, &exported, d).is_none()) {
-            let home = topology.numa_of(device.bus_id).unwrap_or(-1);
-            let fallback = !numa_ids.contains(&home) && position == 0;
-            if home == *numa || fallback {
+            if home(device) == *numa {
                 write_pci(&mut out, topology, &exported, device, 2);
             }
         }
