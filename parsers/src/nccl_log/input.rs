@@ -21,14 +21,14 @@ pub fn read_lines(path: &Path, parser: &mut LogParser) -> Result<(), LogError> {
     let io = |source| LogError::Io { name: name.clone(), source };
     parser.start_input(&name);
     if name == "-" {
-        return feed(BufReader::with_capacity(1 << 16, std::io::stdin().lock()), parser).map_err(io);
+        return feed(BufReader::with_capacity(1 << 20, std::io::stdin().lock()), parser).map_err(io);
     }
     let file = std::fs::File::open(path).map_err(io)?;
-    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut reader = BufReader::with_capacity(1 << 20, file);
     let gzip = reader.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
     if gzip {
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-        feed(BufReader::with_capacity(1 << 16, decoder), parser).map_err(io)
+        feed(BufReader::with_capacity(1 << 20, decoder), parser).map_err(io)
     } else {
         feed(reader, parser).map_err(io)
     }

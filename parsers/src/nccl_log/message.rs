@@ -144,16 +144,37 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text[start..].split_whitespace().next()
 }
 
+static COUNT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" count "));
+static DATATYPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" datatype "));
+static COMM: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" comm "));
+static NRANKS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"[nranks="));
+
+/// The word that follows `finder`'s match in `text`.
+fn word_after<'a>(text: &'a str, finder: &memchr::memmem::Finder) -> Option<&'a str> {
+    let start = finder.find(text.as_bytes())? + finder.needle().len();
+    let rest = &text[start..];
+    let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7 op 0
+/// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log,
+/// so each field is found with a SIMD substring search rather than by splitting.
 fn collective(message: &str) -> Option<Event<'_>> {
-    let (op, rest) = message.split_once(": opCount ")?;
+    let colon = memchr::memchr(b':', message.as_bytes())?;
+    let (op, rest) = (&message[..colon], message[colon + 1..].strip_prefix(" opCount ")?);
     if op.is_empty() || op.contains(' ') {
         return None;
     }
-    let op_count = u64::from_str_radix(rest.split_whitespace().next()?, 16).ok()?;
-    let count = field(rest, " count ").and_then(num)?;
-    let datatype = field(rest, " datatype ").and_then(num)?;
-    let comm = field(rest, " comm ");
-    let nranks = rest.find("[nranks=").and_then(|i| rest[i + 8..].split(']').next()).and_then(num);
+    let op_count = u64::from_str_radix(rest.split(' ').next()?, 16).ok()?;
+    let count = word_after(rest, &COUNT).and_then(num)?;
+    let datatype = word_after(rest, &DATATYPE).and_then(num)?;
+    let comm = word_after(rest, &COMM);
+    let nranks = word_after(rest, &NRANKS).and_then(|n| n.trim_end_matches(']').parse().ok());
     Some(Event::Collective(Collective { op, op_count, count, datatype, comm, nranks }))
 }
 

@@ -6,5 +6,5 @@ pub mod message;
 pub mod prefix;
 mod report;
 
-pub use input::{LogError, read_lines};
+pub use input::{LogError, feed, read_lines};
 pub use report::{LogParser, transport_kind};

@@ -42,11 +42,13 @@ const MARKERS: [(&str, Level); 5] = [
     ("NCCL ABORT", Level::Abort),
 ];
 
+static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"NCCL "));
+
 /// Finds the last level marker in the line.
 fn last_marker(line: &str) -> Option<(usize, usize, Level)> {
-    let finder = memchr::memmem::Finder::new(b"NCCL ");
     let mut found = None;
-    for start in finder.find_iter(line.as_bytes()) {
+    for start in MARKER.find_iter(line.as_bytes()) {
         let rest = &line[start..];
         for (marker, level) in MARKERS {
             if rest.starts_with(marker) {
@@ -85,48 +87,65 @@ pub fn split(line: &str) -> LogLine<'_> {
     };
     let message = line[end..].trim();
     let before = line[..start].trim_end();
-    let interrupted = last_marker(before).is_some();
-    let mut tokens = before.rsplit(' ').filter(|t| !t.is_empty());
-    let mut next = tokens.next();
+    // Another marker before this one means a line was cut; the common case of
+    // none costs one more search of the (short) prefix.
+    let interrupted = MARKER.find(before.as_bytes()).is_some() && last_marker(before).is_some();
+    let mut tokens = Tokens { text: before };
+    let mut next = tokens.next_back();
     let mut source = None;
     if level == Level::Warn || level == Level::Trace {
         // `(function)` (2.30.7), then `file:line` (TRACE: `function:line`, after
         // a milliseconds field).
         if next.is_some_and(|t| t.starts_with('(') && t.ends_with(')')) {
-            next = tokens.next();
+            next = tokens.next_back();
         }
         if next.is_some_and(|t| t.rsplit_once(':').is_some_and(|(_, n)| n.parse::<u64>().is_ok())) {
             source = next;
-            next = tokens.next();
+            next = tokens.next_back();
         }
         if level == Level::Trace && next.is_some_and(|t| t.parse::<f64>().is_ok()) {
-            next = tokens.next();
+            next = tokens.next_back();
         }
     }
     let mut cuda_dev = None;
     if let Some(dev) = next.and_then(|t| t.strip_prefix('[')).and_then(|t| t.strip_suffix(']')) {
         cuda_dev = dev.parse().ok();
-        next = tokens.next();
+        next = tokens.next_back();
     }
     let (host, pid, tid) = next.map_or((None, None, None), host_pid_tid);
     LogLine { level, host, pid, tid, cuda_dev, source, message, interrupted }
 }
 
+/// Space-separated tokens taken from the right, on bytes (this runs for every line).
+struct Tokens<'a> {
+    text: &'a str,
+}
+
+impl<'a> Tokens<'a> {
+    fn next_back(&mut self) -> Option<&'a str> {
+        let trimmed = self.text.trim_end_matches(' ');
+        if trimmed.is_empty() {
+            return None;
+        }
+        let start = memchr::memrchr(b' ', trimmed.as_bytes()).map_or(0, |i| i + 1);
+        self.text = &trimmed[..start];
+        Some(&trimmed[start..])
+    }
+}
+
 /// `host:pid:tid`, possibly glued to a launcher tag (`[1,0]<stdout>:host:1:2`) or
 /// a redacted `pod-id:num:num`.
 fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
-    let mut fields = token.rsplitn(4, ':');
-    let tid = fields.next();
-    let pid = fields.next();
-    let host = fields.next();
-    let (Some(tid), Some(pid), Some(host)) = (tid, pid, host) else {
-        return (None, None, None);
-    };
-    let host = host.rsplit(['>', ']', ')']).next().unwrap_or(host);
+    let bytes = token.as_bytes();
+    let Some(second) = memchr::memrchr(b':', bytes) else { return (None, None, None) };
+    let Some(first) = memchr::memrchr(b':', &bytes[..second]) else { return (None, None, None) };
     // A redacted prefix (`pod-id:num:num`) names no real host or process.
-    let (Ok(pid), Ok(tid)) = (pid.parse::<u64>(), tid.parse::<u64>()) else {
+    let (Ok(pid), Ok(tid)) = (token[first + 1..second].parse::<u64>(), token[second + 1..].parse::<u64>()) else {
         return (None, None, None);
     };
+    let head = &token[..first];
+    let host_start = head.bytes().rposition(|b| matches!(b, b':' | b'>' | b']' | b')')).map_or(0, |i| i + 1);
+    let host = &head[host_start..];
     ((!host.is_empty()).then_some(host), Some(pid), Some(tid))
 }
 

@@ -16,6 +16,27 @@ use topo_model::nccl::{
 use super::message::{self, Collective, CommInit, ConnectionLine, Event};
 use super::prefix::{self, Level, LogLine};
 
+/// FNV-1a: the keys here are short (hostnames, pointers, small tuples) and
+/// hashed several times per line; SipHash's flood resistance buys nothing when
+/// every table is capped anyway.
+#[derive(Default, Clone, Copy)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for byte in bytes {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
 /// Caps on distinct entries; past them, facts are counted but not kept.
 const MAX_COMMUNICATORS: usize = 4096;
 const MAX_CONNECTIONS_PER_COMM: usize = 1 << 20;
@@ -25,7 +46,6 @@ const MAX_DISTINCT_VIA: usize = 4096;
 const MAX_PROGRESS: usize = 1 << 16;
 const MAX_SMALL_TABLE: usize = 4096;
 
-type ProcessKey = (Option<String>, Option<u64>);
 /// channel, connIndex, from, to, direction, transport text.
 type ConnectionKey = (u32, u32, u32, Option<u32>, Direction, String);
 
@@ -53,6 +73,28 @@ struct CommState {
     init_seconds: Option<f64>,
 }
 
+/// What is known about the processes of one host.
+#[derive(Default)]
+struct HostState {
+    lines: u64,
+    pids: BTreeSet<Option<u64>>,
+    current_by_thread: FastMap<(Option<u64>, Option<u64>), usize>,
+    current_by_pid: FastMap<Option<u64>, usize>,
+    /// Communicator pointer (as that process printed it) -> (pid, communicator).
+    comm_by_pointer: FastMap<String, Vec<(Option<u64>, usize)>>,
+    /// Communicator pointer -> (pid, progress).
+    progress: FastMap<String, Vec<(Option<u64>, Progress)>>,
+    /// Per process: the last COLL line's pointer, communicator and progress
+    /// slot, so the lines of a process's run skip every lookup.
+    last_collective: Vec<(Option<u64>, String, Option<usize>, usize)>,
+}
+
+impl HostState {
+    fn comm_for_pointer(&self, pointer: &str, pid: Option<u64>) -> Option<usize> {
+        self.comm_by_pointer.get(pointer)?.iter().find(|(p, _)| *p == pid).map(|(_, i)| *i)
+    }
+}
+
 #[derive(Default)]
 struct Progress {
     rank: Option<u32>,
@@ -68,21 +110,22 @@ pub struct LogParser {
     nccl_lines: u64,
     unparsed_lines: u64,
     versions: BTreeSet<String>,
-    host_lines: HashMap<String, u64>,
-    processes: BTreeSet<ProcessKey>,
+    /// Per host (the empty name for lines without one): everything keyed by
+    /// process, so a line costs one lookup by `&str` and no allocation.
+    hosts: Vec<(String, HostState)>,
+    host_index: FastMap<String, usize>,
+    /// The host of the line being read: looked up once per line.
+    line_host: usize,
     comms: Vec<CommState>,
     comm_by_id: HashMap<String, usize>,
-    comm_by_pointer: HashMap<(ProcessKey, String), usize>,
-    current_by_thread: HashMap<(ProcessKey, Option<u64>), usize>,
-    current_by_process: HashMap<ProcessKey, usize>,
     network: Network,
     env: BTreeMap<(String, String), BTreeSet<String>>,
     warnings: Vec<Warning>,
     warning_index: HashMap<String, usize>,
     warning_count: u64,
     errors: BTreeMap<(String, i64), u64>,
-    collectives: BTreeMap<String, (u64, [u64; 65], u64)>,
-    progress: HashMap<(ProcessKey, String), Progress>,
+    collectives: FastMap<String, (u64, [u64; 65], u64)>,
+
     tuning: BTreeMap<(String, String, String, Option<u64>), u64>,
     via: BTreeMap<String, u64>,
     init_complete: u64,
@@ -109,11 +152,15 @@ impl LogParser {
     pub fn line(&mut self, text: &str, number: u64) {
         self.lines += 1;
         let line = prefix::split(text);
+        self.line_host = self.host_slot(line.host);
         if line.level != Level::Bare {
             self.nccl_lines += 1;
-            if let Some(host) = line.host {
-                *self.host_lines.entry(host.to_string()).or_default() += 1;
-                self.note_process(host, line.pid);
+            if line.host.is_some() {
+                let state = self.line_state();
+                state.lines += 1;
+                if !state.pids.contains(&line.pid) && state.pids.len() < MAX_PROGRESS {
+                    state.pids.insert(line.pid);
+                }
             }
         }
         if line.interrupted
@@ -121,7 +168,11 @@ impl LogParser {
             && let Some(host) = prefix::split(cut).host
         {
             // The process whose line was cut off printed too.
-            self.note_process(host, prefix::split(cut).pid);
+            let pid = prefix::split(cut).pid;
+            let state = self.host_mut(Some(host));
+            if state.pids.len() < MAX_PROGRESS {
+                state.pids.insert(pid);
+            }
         }
         if matches!(line.level, Level::Warn | Level::Abort) {
             self.warning(&line, number);
@@ -139,10 +190,37 @@ impl LogParser {
         }
     }
 
-    fn note_process(&mut self, host: &str, pid: Option<u64>) {
-        if self.processes.len() < MAX_PROGRESS {
-            self.processes.insert((Some(host.to_string()), pid));
+    /// The index of a host's state, created on first sight (bounded in number;
+    /// past the bound, further hosts share the nameless state).
+    fn host_slot(&mut self, host: Option<&str>) -> usize {
+        let name = host.unwrap_or("");
+        if let Some(&i) = self.host_index.get(name) {
+            return i;
         }
+        let name = if self.hosts.len() < MAX_PROGRESS { name } else { "" };
+        if let Some(&i) = self.host_index.get(name) {
+            return i;
+        }
+        self.hosts.push((name.to_string(), HostState::default()));
+        self.host_index.insert(name.to_string(), self.hosts.len() - 1);
+        self.hosts.len() - 1
+    }
+
+    fn host_mut(&mut self, host: Option<&str>) -> &mut HostState {
+        let slot = self.host_slot(host);
+        &mut self.hosts[slot].1
+    }
+
+    /// The state of the current line's host.
+    fn line_state(&mut self) -> &mut HostState {
+        &mut self.hosts[self.line_host].1
+    }
+
+    /// The state of the current line's host (`host` is that line's host; the
+    /// slot was found once when the line came in).
+    fn host(&self, host: Option<&str>) -> Option<&HostState> {
+        let (name, state) = self.hosts.get(self.line_host)?;
+        (name == host.unwrap_or("") || name.is_empty()).then_some(state)
     }
 
     fn warning(&mut self, line: &LogLine, number: u64) {
@@ -178,15 +256,9 @@ impl LogParser {
             .map(|r| r.rank)
     }
 
-    fn key(line: &LogLine) -> ProcessKey {
-        (line.host.map(str::to_string), line.pid)
-    }
-
     fn current_index(&self, line: &LogLine) -> Option<usize> {
-        let key = Self::key(line);
-        self.current_by_thread
-            .get(&(key.clone(), line.tid))
-            .or_else(|| self.current_by_process.get(&key))
+        self.host(line.host)
+            .and_then(|h| h.current_by_thread.get(&(line.pid, line.tid)).or_else(|| h.current_by_pid.get(&line.pid)))
             .copied()
             .or_else(|| self.comms.len().checked_sub(1))
     }
@@ -244,7 +316,7 @@ impl LogParser {
             }
             Event::CommInit(init) => self.comm_init(line, init),
             Event::CommNodes { comm, rank, nranks, nnodes } => {
-                let index = self.comm_by_pointer.get(&(Self::key(line), comm.to_string())).copied();
+                let index = self.host(line.host).and_then(|h| h.comm_for_pointer(comm, line.pid));
                 let state = match index {
                     Some(i) => &mut self.comms[i],
                     None => self.current(line),
@@ -310,12 +382,11 @@ impl LogParser {
         if init.complete {
             self.init_complete += 1;
         }
-        let process = Self::key(line);
-        let pointer_key = (process.clone(), init.comm.to_string());
+        let known = self.host(line.host).and_then(|h| h.comm_for_pointer(init.comm, line.pid));
         // Ranks of one communicator share its commId (2.16+); before that, group by
         // size and start a new communicator when a rank number comes back.
-        let index = match (init.comm_id, self.comm_by_pointer.get(&pointer_key)) {
-            (_, Some(&i)) => i,
+        let index = match (init.comm_id, known) {
+            (_, Some(i)) => i,
             (Some(id), None) => match self.comm_by_id.get(id) {
                 Some(&i) => i,
                 None => self.new_comm(id.to_string()),
@@ -335,11 +406,15 @@ impl LogParser {
                 }
             }
         };
-        if self.comm_by_pointer.len() < MAX_SMALL_TABLE * 16 {
-            self.comm_by_pointer.insert(pointer_key, index);
+        let state = self.line_state();
+        state.last_collective.clear();
+        if known.is_none() && state.comm_by_pointer.len() < MAX_SMALL_TABLE * 16 {
+            state.comm_by_pointer.entry(init.comm.to_string()).or_default().push((line.pid, index));
         }
-        self.current_by_thread.insert((process.clone(), line.tid), index);
-        self.current_by_process.insert(process, index);
+        if state.current_by_thread.len() < MAX_PROGRESS {
+            state.current_by_thread.insert((line.pid, line.tid), index);
+            state.current_by_pid.insert(line.pid, index);
+        }
         let comm = &mut self.comms[index];
         comm.nranks = Some(init.nranks);
         comm.saw_rank(init.rank);
@@ -392,49 +467,100 @@ impl LogParser {
     }
 
     fn collective(&mut self, line: &LogLine, op: Collective) {
-        let index = op.comm.and_then(|c| self.comm_by_pointer.get(&(Self::key(line), c.to_string()))).copied();
-        let comm = match index {
-            Some(i) => &mut self.comms[i],
-            None => self.current(line),
-        };
-        comm.saw_host(line.host);
-        if comm.coll_nranks.is_none() {
-            comm.coll_nranks = op.nranks;
-        }
         let bytes = op.count.saturating_mul(datatype_size(op.datatype));
         let bucket = if bytes == 0 { 0 } else { (64 - (bytes - 1).leading_zeros()) as usize };
-        if self.collectives.len() < MAX_SMALL_TABLE || self.collectives.contains_key(op.op) {
-            let entry = self.collectives.entry(op.op.to_string()).or_insert((0, [0; 65], 0));
+        if !self.collectives.contains_key(op.op) && self.collectives.len() < MAX_SMALL_TABLE {
+            self.collectives.insert(op.op.to_string(), (0, [0; 65], 0));
+        }
+        if let Some(entry) = self.collectives.get_mut(op.op) {
             entry.0 += 1;
             if let Some(slot) = entry.1.get_mut(bucket) {
                 *slot += 1;
             }
             entry.2 = entry.2.saturating_add(bytes);
         }
-        let key = (Self::key(line), op.comm.unwrap_or("?").to_string());
-        if self.progress.len() >= MAX_PROGRESS && !self.progress.contains_key(&key) {
+
+        let pointer = op.comm.unwrap_or("?");
+        let cached = self
+            .line_state()
+            .last_collective
+            .iter()
+            .find(|(pid, last, ..)| *pid == line.pid && last == pointer)
+            .map(|(_, _, comm, slot)| (*comm, *slot));
+        let (index, slot) = match cached {
+            Some(hit) => hit,
+            None => match self.locate_collective(line, pointer, op.nranks) {
+                Some(found) => found,
+                None => return,
+            },
+        };
+        let state = self.line_state();
+        let Some(progress) = state.progress.get_mut(pointer).and_then(|list| list.get_mut(slot)).map(|(_, p)| p) else {
             return;
-        }
-        let rank = op.comm.and_then(|c| self.comm_by_pointer.get(&(Self::key(line), c.to_string()))).and_then(|&i| {
-            self.comms[i].ranks.values().find(|r| r.host.as_deref() == line.host && r.pid == line.pid).map(|r| r.rank)
-        });
-        let progress = self.progress.entry(key).or_default();
+        };
         progress.calls += 1;
         progress.last_op_count = op.op_count;
-        progress.rank = rank.or(progress.rank);
         if progress.last_op != op.op {
             progress.last_op = op.op.to_string();
         }
+        if cached.is_none() {
+            let entry = (line.pid, pointer.to_string(), index, slot);
+            let cache = &mut state.last_collective;
+            match cache.iter().position(|(pid, ..)| *pid == line.pid) {
+                Some(i) => cache[i] = entry,
+                None if cache.len() < 64 => cache.push(entry),
+                None => {}
+            }
+        }
+    }
+
+    /// First COLL line of a (process, communicator): finds the communicator, notes
+    /// its size and host, and makes the progress slot. Returns (communicator, slot).
+    fn locate_collective(&mut self, line: &LogLine, pointer: &str, nranks: Option<u32>) -> Option<(Option<usize>, usize)> {
+        let index = self.host(line.host).and_then(|h| h.comm_for_pointer(pointer, line.pid));
+        let comm = match index {
+            Some(i) => &mut self.comms[i],
+            None => self.current(line),
+        };
+        comm.saw_host(line.host);
+        if comm.coll_nranks.is_none() {
+            comm.coll_nranks = nranks;
+        }
+        let rank = index.and_then(|i| {
+            self.comms[i].ranks.values().find(|r| r.host.as_deref() == line.host && r.pid == line.pid).map(|r| r.rank)
+        });
+        let state = self.line_state();
+        let total: usize = state.progress.len();
+        let per_pointer = match state.progress.get_mut(pointer) {
+            Some(list) => list,
+            None if total < MAX_PROGRESS => state.progress.entry(pointer.to_string()).or_default(),
+            None => return None,
+        };
+        let slot = match per_pointer.iter().position(|(pid, _)| *pid == line.pid) {
+            Some(p) => p,
+            None => {
+                per_pointer.push((line.pid, Progress { rank, ..Progress::default() }));
+                per_pointer.len() - 1
+            }
+        };
+        Some((index, slot))
     }
 
     /// The report of everything read so far.
     pub fn finish(self) -> NcclReport {
-        let hosts = canonical_hosts(&self.host_lines);
+        let host_lines: HashMap<String, u64> =
+            self.hosts.iter().filter(|(h, s)| !h.is_empty() && s.lines > 0).map(|(h, s)| (h.clone(), s.lines)).collect();
+        let mut collectives_sorted: Vec<(String, (u64, [u64; 65], u64))> = self.collectives.into_iter().collect();
+        collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let hosts = canonical_hosts(&host_lines);
         let rename = |h: &str| hosts.get(h).cloned().unwrap_or_else(|| h.to_string());
-        let mut host_list: Vec<String> = hosts.values().cloned().collect::<BTreeSet<_>>().into_iter().collect();
-        host_list.sort();
-        let processes: BTreeSet<(Option<String>, Option<u64>)> =
-            self.processes.iter().map(|(h, p)| (h.as_deref().map(rename), *p)).collect();
+        let host_list: Vec<String> = hosts.values().cloned().collect::<BTreeSet<_>>().into_iter().collect();
+        let processes: BTreeSet<(String, Option<u64>)> = self
+            .hosts
+            .iter()
+            .filter(|(h, _)| !h.is_empty())
+            .flat_map(|(h, s)| s.pids.iter().map(move |p| (rename(h), *p)))
+            .collect();
 
         let communicators = self.comms.into_iter().map(|c| c.into_report(&rename)).collect();
         let env_overrides = self
@@ -450,8 +576,7 @@ impl LogParser {
         for warning in &mut warnings {
             warning.host = warning.host.as_deref().map(rename);
         }
-        let collectives = self
-            .collectives
+        let collectives = collectives_sorted
             .into_iter()
             .map(|(op, (calls, histogram, total_bytes))| {
                 let size_histogram = histogram
@@ -463,26 +588,29 @@ impl LogParser {
                 (op, CollectiveStats { calls, size_histogram, total_bytes })
             })
             .collect();
-        let mut progress: Vec<RankProgress> = self
-            .progress
-            .into_iter()
-            .map(|((process, comm), p)| RankProgress {
-                host: process.0.as_deref().map(rename),
-                pid: process.1,
-                comm,
-                rank: p.rank,
-                last_op: p.last_op,
-                last_op_count: p.last_op_count,
-                calls: p.calls,
-            })
-            .collect();
+        let mut progress: Vec<RankProgress> = Vec::new();
+        for (host, state) in self.hosts {
+            for (comm, list) in state.progress {
+                for (pid, p) in list {
+                    progress.push(RankProgress {
+                        host: (!host.is_empty()).then(|| rename(&host)),
+                        pid,
+                        comm: comm.clone(),
+                        rank: p.rank,
+                        last_op: p.last_op,
+                        last_op_count: p.last_op_count,
+                        calls: p.calls,
+                    });
+                }
+            }
+        }
         progress.sort_by(|a, b| (&a.host, a.pid, &a.comm).cmp(&(&b.host, b.pid, &b.comm)));
         NcclReport {
             schema_version: NCCL_REPORT_SCHEMA_VERSION,
             inputs: Vec::new(),
             nccl_versions: self.versions.into_iter().collect(),
             hosts: host_list,
-            processes: processes.iter().filter(|(h, _)| h.is_some()).count() as u64,
+            processes: processes.len() as u64,
             communicators,
             network: self.network,
             env_overrides,

@@ -24,7 +24,8 @@ pub fn to_xml(topology: &Topology) -> String {
     let home = |d: &PciDevice| d.numa_node.filter(|n| topology.numa_node(*n).is_some()).unwrap_or(-1);
     let mut numa_ids: Vec<i32> = topology.numa_nodes.iter().map(|n| n.id).collect();
     let homeless = exported.iter().any(|d| export_parent(topology, &exported, d).is_none() && home(d) == -1);
-    if !numa_ids.contains(&-1) && (homeless || (numa_ids.is_empty() && !topology.nics.is_empty())) {
+    let cpu_known = topology.cpu != topo_model::CpuInfo::default();
+    if !numa_ids.contains(&-1) && (homeless || (numa_ids.is_empty() && (!topology.nics.is_empty() || cpu_known))) {
         numa_ids.push(-1);
     }
     for (position, numa) in numa_ids.iter().enumerate() {

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Throughput and peak memory of `topo nccl` on a >= 1 GiB log, against
+# `grep -c "NCCL INFO"` on the same file in the same run (issue 4 targets:
+# >= 1 GB/s, at least half grep's throughput, peak RSS under 64 MB).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log="${1:-/tmp/topo-bench-nccl.log}"
+[ -f "$log" ] || python3 benches/make-big-log.py "$log" "${SIZE_GIB:-1.0}"
+cargo build --release --quiet
+bytes=$(stat -c %s "$log")
+cat "$log" > /dev/null  # warm the page cache for both tools
+time_of() { local start end; start=$(date +%s.%N); "$@" > /dev/null; end=$(date +%s.%N); echo "$end - $start" | bc; }
+grep_s=$(time_of sh -c "grep -c \"NCCL INFO\" \"$log\" > /tmp/topo-bench-grep.out")
+topo_s=$(time_of target/release/topo nccl "$log" --format json)
+rss_kb=$( { /usr/bin/time -f "%M" target/release/topo nccl "$log" --format json > /dev/null; } 2>&1 | tail -1)
+python3 - "$bytes" "$grep_s" "$topo_s" "$rss_kb" <<'PY'
+import sys
+size, grep_s, topo_s, rss = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+print(f"log: {size / 1e9:.2f} GB")
+print(f"grep -c 'NCCL INFO': {grep_s:.2f} s = {size / grep_s / 1e9:.2f} GB/s")
+print(f"topo nccl:           {topo_s:.2f} s = {size / topo_s / 1e9:.2f} GB/s  ({grep_s / topo_s:.2f}x grep's throughput)")
+print(f"topo nccl peak RSS:  {rss / 1024:.1f} MiB")
+PY
