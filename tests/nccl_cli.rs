@@ -44,7 +44,10 @@ fn json_is_the_documented_interface() {
     assert_eq!(comm["ranks"][2]["bus_id"], "0000:88:00.0");
     assert_eq!(comm["rings"][0]["order"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
     let pxn = comm["connections"].as_array().unwrap().iter().find(|c| c["proxy_rank"] == 2).unwrap();
-    assert_eq!((pxn["transport"].as_str(), pxn["gdr"].as_bool(), pxn["cross_node"].as_bool()), (Some("net-ib"), Some(true), Some(true)));
+    assert_eq!(
+        (pxn["transport"].as_str(), pxn["gdr"].as_bool(), pxn["cross_node"].as_bool()),
+        (Some("net-ib"), Some(true), Some(true))
+    );
     assert_eq!(report["env_overrides"][0]["name"], "NCCL_COLLNET_ENABLE");
     assert_eq!(report["warning_count"], 8);
     let warning = &report["warnings"][0];
@@ -80,7 +83,8 @@ fn directories_gzip_and_stdin_give_the_same_report() {
 
 #[test]
 fn an_unreadable_input_is_an_error_but_the_others_are_reported() {
-    let output = topo().args(["nccl", "/nonexistent/nccl.log"]).arg(log("044")).args(["--format", "json"]).output().unwrap();
+    let output =
+        topo().args(["nccl", "/nonexistent/nccl.log"]).arg(log("044")).args(["--format", "json"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/nccl.log"));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -117,7 +121,8 @@ fn from_a_machine_description_annotates_each_hop() {
     let dir = tempfile::tempdir().unwrap();
     let machine = dir.path().join("machine.xml");
     std::fs::write(&machine, xml).unwrap();
-    let annotated = json(&["nccl", log("001").to_str().unwrap(), "--from", machine.to_str().unwrap(), "--format", "json"]);
+    let annotated =
+        json(&["nccl", log("001").to_str().unwrap(), "--from", machine.to_str().unwrap(), "--format", "json"]);
     let hops = annotated["communicators"][0]["connections"].as_array().unwrap();
     assert!(!hops.is_empty());
     for hop in hops {

@@ -44,6 +44,8 @@ pub struct NcclReport {
     pub init_complete: u64,
     /// Exact transport strings after `via`, with the number of lines each.
     pub via: BTreeMap<String, u64>,
+    /// nccl-tests output found in the same input.
+    pub nccl_tests: Vec<NcclTestsRun>,
     /// Lines read, lines holding an NCCL marker or message, and lines nothing was
     /// learnt from (application output, formats not understood).
     pub lines: u64,
@@ -335,4 +337,60 @@ pub struct TuningChoice {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
     pub count: u64,
+}
+
+/// One nccl-tests run (`all_reduce_perf` and friends) found in the input.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NcclTestsRun {
+    /// `all_reduce_perf`, from the closing `Collective test concluded` line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
+    /// The `# nThread 1 nGpus 1 minBytes ...` parameter line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<String>,
+    pub ranks: Vec<NcclTestsRank>,
+    pub rows: Vec<NcclTestsRow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avg_bus_bandwidth: Option<f64>,
+    /// `# Out of bounds values : 0 OK`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_of_bounds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NcclTestsRank {
+    pub rank: u32,
+    pub group: u32,
+    pub pid: u64,
+    pub host: String,
+    pub device: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus_id: Option<BusId>,
+    pub name: String,
+}
+
+/// One size of the table: out-of-place and in-place measurements.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NcclTestsRow {
+    pub bytes: u64,
+    pub count: u64,
+    pub datatype: String,
+    pub redop: String,
+    pub root: i64,
+    pub out_of_place: NcclTestsMeasure,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_place: Option<NcclTestsMeasure>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NcclTestsMeasure {
+    pub time_us: f64,
+    /// GB/s.
+    pub algbw: f64,
+    /// GB/s.
+    pub busbw: f64,
+    /// Wrong elements (`#wrong`); `None` for `N/A` (checks off). Old versions
+    /// print a relative error here instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrong: Option<f64>,
 }

@@ -2,4 +2,5 @@
 //! Pure text in, model types out; nothing here touches hardware.
 
 pub mod nccl_log;
+pub mod nccl_tests;
 pub mod nccl_xml;

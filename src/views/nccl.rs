@@ -33,6 +33,7 @@ pub fn render(report: &NcclReport) -> String {
     environment(&mut out, report);
     problems(&mut out, report);
     collectives(&mut out, report);
+    nccl_tests(&mut out, report);
     let _ = writeln!(
         out,
         "Lines: {} read, {} from NCCL, {} not understood",
@@ -325,6 +326,49 @@ fn collectives(out: &mut String, report: &NcclReport) {
         for t in &report.tuning {
             let size = t.bytes.map(|b| format!(" {}", size_label(b))).unwrap_or_default();
             let _ = writeln!(out, "  {}{size} -> {}/{} ×{}", t.collective, t.algorithm, t.protocol, t.count);
+        }
+        out.push('\n');
+    }
+}
+
+fn nccl_tests(out: &mut String, report: &NcclReport) {
+    for run in &report.nccl_tests {
+        let name = run.test.as_deref().unwrap_or("nccl-tests");
+        let _ = writeln!(out, "{name}: {} ranks, {} sizes", run.ranks.len(), run.rows.len());
+        let best = run
+            .rows
+            .iter()
+            .flat_map(|r| {
+                [
+                    Some((r.bytes, &r.out_of_place, "out-of-place")),
+                    r.in_place.as_ref().map(|m| (r.bytes, m, "in-place")),
+                ]
+            })
+            .flatten()
+            .max_by(|a, b| a.1.busbw.total_cmp(&b.1.busbw));
+        if let Some((bytes, measure, place)) = best {
+            let _ = writeln!(
+                out,
+                "  peak busbw {:.2} GB/s (algbw {:.2}) at {} {place}",
+                measure.busbw,
+                measure.algbw,
+                size_label(bytes)
+            );
+        }
+        let wrong: f64 = run
+            .rows
+            .iter()
+            .flat_map(|r| [r.out_of_place.wrong, r.in_place.as_ref().and_then(|m| m.wrong)])
+            .flatten()
+            .sum();
+        let mut facts = Vec::new();
+        facts.extend(run.avg_bus_bandwidth.map(|a| format!("avg bus bandwidth {a}")));
+        facts.extend(run.out_of_bounds.map(|o| format!("out of bounds {o}")));
+        if run.rows.iter().any(|r| r.out_of_place.wrong.is_some()) {
+            facts.push(format!("#wrong total {wrong}"));
+        }
+        if !facts.is_empty() {
+            let _ = writeln!(out, "  {}", facts.join(", "));
         }
         out.push('\n');
     }

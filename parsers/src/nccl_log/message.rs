@@ -110,13 +110,19 @@ pub struct Collective<'a> {
 }
 
 /// Reads a message; `None` when it carries nothing the report uses.
+///
+/// Most lines of a long log are COLL lines or text the report does not use, so
+/// every shape is gated by a cheap test of its first byte (or of a byte it must
+/// contain) before any substring search runs.
 pub fn parse(message: &str) -> Option<Event<'_>> {
-    // COLL lines dominate long logs: test for them first.
-    if let Some(event) = collective(message) {
+    let bytes = message.as_bytes();
+    let first = *bytes.first()?;
+    if first.is_ascii_uppercase()
+        && let Some(event) = collective(message)
+    {
         return Some(event);
     }
-    let first = message.as_bytes().first()?;
-    match first {
+    let by_shape = match first {
         b'C' => channel_line(message).or_else(|| collnet_line(message)),
         b'R' => ring_line(message),
         b'T' => trees(message).or_else(|| graph_tree(message)),
@@ -127,11 +133,17 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'G' => gdr_for_hca(message),
         b'P' => graph_search(message),
         b'I' => init_timings(message),
+        b'0'..=b'9' => channel_counts(message),
         _ => None,
+    };
+    if by_shape.is_some() {
+        return by_shape;
     }
-    .or_else(|| channel_counts(message))
-    .or_else(|| error_trace(message))
-    .or_else(|| tuning(message))
+    // Error traces (`file:line -> N`) and TUNING lines (`... Bytes -> Algo ...`).
+    if memchr::memchr(b'>', bytes).is_some() {
+        return error_trace(message).or_else(|| tuning(message));
+    }
+    None
 }
 
 fn num<T: std::str::FromStr>(text: &str) -> Option<T> {
@@ -146,36 +158,37 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 
 static COUNT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" count "));
-static DATATYPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" datatype "));
-static COMM: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" comm "));
-static NRANKS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"[nranks="));
 
-/// The word that follows `finder`'s match in `text`.
-fn word_after<'a>(text: &'a str, finder: &memchr::memmem::Finder) -> Option<&'a str> {
-    let start = finder.find(text.as_bytes())? + finder.needle().len();
-    let rest = &text[start..];
+/// Splits `key value` off the front of `text` (which starts with a space), if
+/// the key is `key`: returns the value and the rest.
+fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
+    let rest = text.strip_prefix(' ')?.strip_prefix(key)?.strip_prefix(' ')?;
     let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
-    Some(&rest[..end])
+    Some((&rest[..end], &rest[end..]))
 }
 
 /// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7 op 0
-/// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log,
-/// so each field is found with a SIMD substring search rather than by splitting.
+/// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log:
+/// one search finds `count`, and the fields after it come in a fixed order.
 fn collective(message: &str) -> Option<Event<'_>> {
     let colon = memchr::memchr(b':', message.as_bytes())?;
     let (op, rest) = (&message[..colon], message[colon + 1..].strip_prefix(" opCount ")?);
     if op.is_empty() || op.contains(' ') {
         return None;
     }
-    let op_count = u64::from_str_radix(rest.split(' ').next()?, 16).ok()?;
-    let count = word_after(rest, &COUNT).and_then(num)?;
-    let datatype = word_after(rest, &DATATYPE).and_then(num)?;
-    let comm = word_after(rest, &COMM);
-    let nranks = word_after(rest, &NRANKS).and_then(|n| n.trim_end_matches(']').parse().ok());
-    Some(Event::Collective(Collective { op, op_count, count, datatype, comm, nranks }))
+    let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
+    let op_count = u64::from_str_radix(&rest[..end], 16).ok()?;
+    let at = COUNT.find(rest[end..].as_bytes())? + end;
+    let (count, rest) = take_field(&rest[at..], "count")?;
+    let (datatype, rest) = take_field(rest, "datatype")?;
+    let rest = take_field(rest, "op").map_or(rest, |(_, r)| r);
+    let rest = take_field(rest, "root").map_or(rest, |(_, r)| r);
+    let (comm, rest) = match take_field(rest, "comm") {
+        Some((comm, rest)) => (Some(comm), rest),
+        None => (None, rest),
+    };
+    let nranks = rest.strip_prefix(" [nranks=").and_then(|r| r.split(']').next()).and_then(num);
+    Some(Event::Collective(Collective { op, op_count, count: num(count)?, datatype: num(datatype)?, comm, nranks }))
 }
 
 /// `Channel 00/02 : 0 1 2 3` (ring order) or `Channel 00/0 : 0[0] -> 1[1] [send] via X`.

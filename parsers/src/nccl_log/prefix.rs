@@ -45,9 +45,10 @@ const MARKERS: [(&str, Level); 5] = [
 static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"NCCL "));
 
-/// Finds the last level marker in the line.
-fn last_marker(line: &str) -> Option<(usize, usize, Level)> {
+/// Finds the last level marker in the line: (start, end, level, markers seen).
+fn scan_markers(line: &str) -> (Option<(usize, usize, Level)>, usize) {
     let mut found = None;
+    let mut seen = 0;
     for start in MARKER.find_iter(line.as_bytes()) {
         let rest = &line[start..];
         for (marker, level) in MARKERS {
@@ -56,11 +57,16 @@ fn last_marker(line: &str) -> Option<(usize, usize, Level)> {
                 // The marker ends the prefix: a space or the end of line follows.
                 if line[end..].is_empty() || line[end..].starts_with(' ') {
                     found = Some((start, end, level));
+                    seen += 1;
                 }
             }
         }
     }
-    found
+    (found, seen)
+}
+
+fn last_marker(line: &str) -> Option<(usize, usize, Level)> {
+    scan_markers(line).0
 }
 
 /// The text before the last marker's prefix, when another process's line was
@@ -73,7 +79,8 @@ pub fn interrupted_part(line: &str) -> Option<&str> {
 
 /// Splits a line (already without its line ending).
 pub fn split(line: &str) -> LogLine<'_> {
-    let Some((start, end, level)) = last_marker(line) else {
+    let (marker, markers_seen) = scan_markers(line);
+    let Some((start, end, level)) = marker else {
         return LogLine {
             level: Level::Bare,
             host: None,
@@ -87,9 +94,8 @@ pub fn split(line: &str) -> LogLine<'_> {
     };
     let message = line[end..].trim();
     let before = line[..start].trim_end();
-    // Another marker before this one means a line was cut; the common case of
-    // none costs one more search of the (short) prefix.
-    let interrupted = MARKER.find(before.as_bytes()).is_some() && last_marker(before).is_some();
+    // Another marker before this one means another process's line was cut.
+    let interrupted = markers_seen > 1;
     let mut tokens = Tokens { text: before };
     let mut next = tokens.next_back();
     let mut source = None;

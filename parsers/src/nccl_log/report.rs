@@ -130,6 +130,7 @@ pub struct LogParser {
     via: BTreeMap<String, u64>,
     init_complete: u64,
     input_name: String,
+    nccl_tests: crate::nccl_tests::NcclTestsParser,
 }
 
 impl LogParser {
@@ -185,7 +186,11 @@ impl LogParser {
                 }
                 self.event(&line, event);
             }
-            None if line.level == Level::Bare => self.unparsed_lines += 1,
+            None if line.level == Level::Bare => {
+                if !self.nccl_tests.line(line.message) {
+                    self.unparsed_lines += 1;
+                }
+            }
             None => {}
         }
     }
@@ -469,15 +474,17 @@ impl LogParser {
     fn collective(&mut self, line: &LogLine, op: Collective) {
         let bytes = op.count.saturating_mul(datatype_size(op.datatype));
         let bucket = if bytes == 0 { 0 } else { (64 - (bytes - 1).leading_zeros()) as usize };
-        if !self.collectives.contains_key(op.op) && self.collectives.len() < MAX_SMALL_TABLE {
-            self.collectives.insert(op.op.to_string(), (0, [0; 65], 0));
-        }
-        if let Some(entry) = self.collectives.get_mut(op.op) {
+        let add = |entry: &mut (u64, [u64; 65], u64)| {
             entry.0 += 1;
             if let Some(slot) = entry.1.get_mut(bucket) {
                 *slot += 1;
             }
             entry.2 = entry.2.saturating_add(bytes);
+        };
+        if let Some(entry) = self.collectives.get_mut(op.op) {
+            add(entry);
+        } else if self.collectives.len() < MAX_SMALL_TABLE {
+            add(self.collectives.entry(op.op.to_string()).or_insert((0, [0; 65], 0)));
         }
 
         let pointer = op.comm.unwrap_or("?");
@@ -516,7 +523,12 @@ impl LogParser {
 
     /// First COLL line of a (process, communicator): finds the communicator, notes
     /// its size and host, and makes the progress slot. Returns (communicator, slot).
-    fn locate_collective(&mut self, line: &LogLine, pointer: &str, nranks: Option<u32>) -> Option<(Option<usize>, usize)> {
+    fn locate_collective(
+        &mut self,
+        line: &LogLine,
+        pointer: &str,
+        nranks: Option<u32>,
+    ) -> Option<(Option<usize>, usize)> {
         let index = self.host(line.host).and_then(|h| h.comm_for_pointer(pointer, line.pid));
         let comm = match index {
             Some(i) => &mut self.comms[i],
@@ -548,8 +560,12 @@ impl LogParser {
 
     /// The report of everything read so far.
     pub fn finish(self) -> NcclReport {
-        let host_lines: HashMap<String, u64> =
-            self.hosts.iter().filter(|(h, s)| !h.is_empty() && s.lines > 0).map(|(h, s)| (h.clone(), s.lines)).collect();
+        let host_lines: HashMap<String, u64> = self
+            .hosts
+            .iter()
+            .filter(|(h, s)| !h.is_empty() && s.lines > 0)
+            .map(|(h, s)| (h.clone(), s.lines))
+            .collect();
         let mut collectives_sorted: Vec<(String, (u64, [u64; 65], u64))> = self.collectives.into_iter().collect();
         collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let hosts = canonical_hosts(&host_lines);
@@ -636,6 +652,7 @@ impl LogParser {
                 .collect(),
             init_complete: self.init_complete,
             via: self.via,
+            nccl_tests: self.nccl_tests.finish(),
             lines: self.lines,
             nccl_lines: self.nccl_lines,
             unparsed_lines: self.unparsed_lines,
