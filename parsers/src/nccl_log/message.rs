@@ -178,7 +178,7 @@ fn collective(message: &str) -> Option<Event<'_>> {
     }
     let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
     let op_count = u64::from_str_radix(&rest[..end], 16).ok()?;
-    let at = COUNT.find(rest[end..].as_bytes())? + end;
+    let at = COUNT.find(&rest.as_bytes()[end..])? + end;
     let (count, rest) = take_field(&rest[at..], "count")?;
     let (datatype, rest) = take_field(rest, "datatype")?;
     let rest = take_field(rest, "op").map_or(rest, |(_, r)| r);

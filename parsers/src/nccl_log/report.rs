@@ -37,6 +37,9 @@ impl std::hash::Hasher for Fnv {
 
 type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 
+/// Calls, size histogram (by power-of-two bucket) and total bytes of one collective.
+type CollectiveAccumulator = (u64, [u64; 65], u64);
+
 /// Caps on distinct entries; past them, facts are counted but not kept.
 const MAX_COMMUNICATORS: usize = 4096;
 const MAX_CONNECTIONS_PER_COMM: usize = 1 << 20;
@@ -124,7 +127,7 @@ pub struct LogParser {
     warning_index: HashMap<String, usize>,
     warning_count: u64,
     errors: BTreeMap<(String, i64), u64>,
-    collectives: FastMap<String, (u64, [u64; 65], u64)>,
+    collectives: FastMap<String, CollectiveAccumulator>,
 
     tuning: BTreeMap<(String, String, String, Option<u64>), u64>,
     via: BTreeMap<String, u64>,
@@ -186,11 +189,7 @@ impl LogParser {
                 }
                 self.event(&line, event);
             }
-            None if line.level == Level::Bare => {
-                if !self.nccl_tests.line(line.message) {
-                    self.unparsed_lines += 1;
-                }
-            }
+            None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
             None => {}
         }
     }
@@ -474,7 +473,7 @@ impl LogParser {
     fn collective(&mut self, line: &LogLine, op: Collective) {
         let bytes = op.count.saturating_mul(datatype_size(op.datatype));
         let bucket = if bytes == 0 { 0 } else { (64 - (bytes - 1).leading_zeros()) as usize };
-        let add = |entry: &mut (u64, [u64; 65], u64)| {
+        let add = |entry: &mut CollectiveAccumulator| {
             entry.0 += 1;
             if let Some(slot) = entry.1.get_mut(bucket) {
                 *slot += 1;
@@ -566,7 +565,7 @@ impl LogParser {
             .filter(|(h, s)| !h.is_empty() && s.lines > 0)
             .map(|(h, s)| (h.clone(), s.lines))
             .collect();
-        let mut collectives_sorted: Vec<(String, (u64, [u64; 65], u64))> = self.collectives.into_iter().collect();
+        let mut collectives_sorted: Vec<(String, CollectiveAccumulator)> = self.collectives.into_iter().collect();
         collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let hosts = canonical_hosts(&host_lines);
         let rename = |h: &str| hosts.get(h).cloned().unwrap_or_else(|| h.to_string());
