@@ -79,12 +79,17 @@ fn write_pci(out: &mut String, topology: &Topology, exported: &[&PciDevice], dev
 
     let children: Vec<&&PciDevice> =
         exported.iter().filter(|d| export_parent(topology, exported, d) == Some(device.bus_id)).collect();
+    // A GPU with no facts of its own is written as a bare `<pci>` of display
+    // class (a skeleton file's form) only when that is how it will read back.
+    let implied_by_class = device.class.is_some_and(topo_model::topology::pci_class::is_display)
+        && device.vendor.is_none_or(|v| v == topo_model::topology::NVIDIA_VENDOR);
     let gpu = topology.gpu(device.bus_id).filter(|g| {
         g.index.is_some()
             || g.sm.is_some()
             || g.nccl_rank.is_some()
             || g.gdr.is_some()
             || topology.nvlink_count(g.bus_id) > 0
+            || !implied_by_class
     });
     // A NIC named by its bus ID is one a skeleton file listed by class alone.
     let nics: Vec<&Nic> = topology
