@@ -57,7 +57,8 @@ struct OriginArgs {
     /// Read sysfs and procfs under DIR instead of `/` (a captured tree).
     #[arg(long, value_name = "DIR", default_value = "/", conflicts_with_all = ["from", "example"])]
     sysfs_root: PathBuf,
-    /// Read an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE) or a topo snapshot (YAML or JSON).
+    /// Read an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE), pasted
+    /// `nvidia-smi topo -m` text, or a topo snapshot (YAML or JSON).
     #[arg(long, value_name = "FILE", conflicts_with = "example")]
     from: Option<PathBuf>,
     /// Use a bundled real machine (see `topo examples`).

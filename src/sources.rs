@@ -41,7 +41,8 @@ pub fn load(origin: Origin) -> anyhow::Result<Snapshot> {
     }
 }
 
-/// A file is NCCL topology XML if it starts with `<` (after blanks), else a
+/// A file is NCCL topology XML if it starts with `<` (after blanks),
+/// `nvidia-smi topo -m` text if its first line is the matrix header, else a
 /// snapshot in YAML or JSON.
 fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
     if path.is_dir() {
@@ -53,7 +54,19 @@ fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
         let mut file = std::fs::File::open(path).with_context(|| path.display().to_string())?;
         file.read(&mut head).with_context(|| path.display().to_string())?
     };
-    let looks_like_xml = head[..read].iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
+    let head = &head[..read];
+    let looks_like_xml = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
+    let looks_like_smi = String::from_utf8_lossy(head)
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.starts_with(char::is_whitespace) && l.split_whitespace().next() == Some("GPU0"));
+    if looks_like_smi {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).with_context(|| name.clone())?;
+        let matrix = topo_parsers::nvidia_smi::parse(&text, &name)?;
+        let (topology, warnings) = topo_parsers::nvidia_smi::to_topology(&matrix);
+        return Ok(Snapshot::new(Source::NvidiaSmiText { path: name }, HostInfo::default(), topology, warnings));
+    }
     if looks_like_xml {
         let imported = nccl_xml::import_file(path)?;
         let source = Source::NcclXml { path: path.display().to_string() };

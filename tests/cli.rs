@@ -239,3 +239,20 @@ fn examples_are_listed() {
     }
     topo().args(["show", "--example", "nope"]).assert().code(2).stderr(predicate::str::contains("h100-sxm-8gpu"));
 }
+
+#[test]
+fn pasted_nvidia_smi_text_renders_the_same_cells() {
+    let source = fixture("nvidia-smi-topo/asus-esc8000a-e12-rtx6000ada-x4.txt");
+    let shown = stdout_of(&["show", "--from", source.to_str().unwrap()]);
+    let original = std::fs::read_to_string(&source).unwrap();
+    let cells = |text: &str, skip: usize| -> Vec<Vec<String>> {
+        text.lines()
+            .skip(skip)
+            .take(8)
+            .map(|l| l.split_whitespace().skip(1).take(8).map(str::to_string).collect())
+            .collect()
+    };
+    assert_eq!(cells(&shown, 4), cells(&original, 1));
+    assert!(shown.contains("NIC3: mlx5_3"));
+    assert!(shown.contains("bus IDs synthetic"));
+}

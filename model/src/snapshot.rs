@@ -48,6 +48,9 @@ pub enum Source {
     NcclXml { path: String },
     /// A bundled example machine.
     Example { name: String },
+    /// Rebuilt from pasted `nvidia-smi topo -m` text: endpoints have synthetic
+    /// bus IDs (domain `fffe`), the PCIe tree is the simplest that gives its cells.
+    NvidiaSmiText { path: String },
 }
 
 /// Renders any serialisable value as YAML (all YAML goes through this module,

@@ -4,3 +4,4 @@
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod nccl_xml;
+pub mod nvidia_smi;

@@ -37,6 +37,7 @@ fn header(out: &mut String, snapshot: &Snapshot) {
         Source::Sysfs { root } => format!("sysfs under {root}"),
         Source::NcclXml { path } => format!("NCCL topology file {path}"),
         Source::Example { name } => format!("bundled example {name}"),
+        Source::NvidiaSmiText { path } => format!("nvidia-smi topo -m text {path} (bus IDs synthetic)"),
     };
     let host = snapshot.host.hostname.as_deref().unwrap_or("(unnamed host)");
     let _ = writeln!(out, "{host}: {source}");
