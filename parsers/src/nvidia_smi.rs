@@ -240,12 +240,12 @@ pub fn to_topology(matrix: &SmiMatrix) -> (Topology, Vec<String>) {
         }
     }
 
-    for i in 0..n {
-        if is_gpu(i) {
-            topology.gpus.push(Gpu { index: matrix.labels[i][3..].parse().ok(), bus_id: bus_of[i], ..Gpu::default() });
+    for (label, &bus_id) in matrix.labels.iter().zip(&bus_of) {
+        if let Some(index) = label.strip_prefix("GPU") {
+            topology.gpus.push(Gpu { index: index.parse().ok(), bus_id, ..Gpu::default() });
         } else {
-            let name = matrix.nic_names.get(&matrix.labels[i]).cloned().unwrap_or_else(|| matrix.labels[i].clone());
-            topology.nics.push(Nic { name, bus_id: Some(bus_of[i]), kind: NicKind::Unknown, ..Nic::default() });
+            let name = matrix.nic_names.get(label).cloned().unwrap_or_else(|| label.clone());
+            topology.nics.push(Nic { name, bus_id: Some(bus_id), kind: NicKind::Unknown, ..Nic::default() });
         }
     }
     nvlinks(matrix, &bus_of, &mut topology);
