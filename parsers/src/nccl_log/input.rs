@@ -51,11 +51,22 @@ pub fn feed(mut reader: impl BufRead, parser: &mut LogParser) -> std::io::Result
             break;
         }
         let mut start = 0;
+        // Validate UTF-8 once for the chunk; lines inside the valid part are then
+        // sliced as text without checking each again (a `\n` is always a
+        // character boundary).
+        let valid_text = match std::str::from_utf8(chunk) {
+            Ok(text) => text,
+            Err(e) => std::str::from_utf8(&chunk[..e.valid_up_to()]).unwrap_or_default(),
+        };
         for end in memchr::memchr_iter(b'\n', chunk) {
             number += 1;
             let piece = &chunk[start..end];
             if pending.is_empty() && !overlong {
-                emit(&piece[..piece.len().min(MAX_LINE_BYTES)], number, parser);
+                let piece = &piece[..piece.len().min(MAX_LINE_BYTES)];
+                match valid_text.get(start..start + piece.len()) {
+                    Some(text) if end <= valid_text.len() => emit_text(text, number, parser),
+                    _ => emit(piece, number, parser),
+                }
             } else {
                 append_capped(&mut pending, piece, &mut overlong);
                 emit(&pending, number, parser);
@@ -82,6 +93,10 @@ fn append_capped(pending: &mut Vec<u8>, piece: &[u8], overlong: &mut bool) {
         *overlong = true;
     }
     pending.extend_from_slice(&piece[..piece.len().min(room)]);
+}
+
+fn emit_text(text: &str, number: u64, parser: &mut LogParser) {
+    parser.line(text.strip_suffix('\r').unwrap_or(text), number);
 }
 
 fn emit(bytes: &[u8], number: u64, parser: &mut LogParser) {
