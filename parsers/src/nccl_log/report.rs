@@ -319,7 +319,7 @@ impl LogParser {
                 }
             }
             Event::CommInit(init) => self.comm_init(line, init),
-            Event::CommNodes { comm, rank, nranks, nnodes } => {
+            Event::CommNodes { comm, nranks, nnodes, .. } => {
                 let index = self.host(line.host).and_then(|h| h.comm_for_pointer(comm, line.pid));
                 let state = match index {
                     Some(i) => &mut self.comms[i],
@@ -327,7 +327,6 @@ impl LogParser {
                 };
                 state.nranks = Some(nranks);
                 state.nnodes = Some(nnodes);
-                let _ = rank;
             }
             Event::RingOrder { channel, ranks } => {
                 let comm = self.current(line);
