@@ -85,8 +85,10 @@ struct HostState {
     current_by_pid: FastMap<Option<u64>, usize>,
     /// Communicator pointer (as that process printed it) -> (pid, communicator).
     comm_by_pointer: FastMap<String, Vec<(Option<u64>, usize)>>,
-    /// Communicator pointer -> (pid, progress).
-    progress: FastMap<String, Vec<(Option<u64>, Progress)>>,
+    /// Communicator pointer -> (pid, index into `progress`).
+    progress_index: FastMap<String, Vec<(Option<u64>, usize)>>,
+    /// (communicator pointer, pid, progress), in first-seen order.
+    progress: Vec<(String, Option<u64>, Progress)>,
     /// Per process: the last COLL line's pointer, communicator and progress
     /// slot, so the lines of a process's run skip every lookup.
     last_collective: Vec<(Option<u64>, String, Option<usize>, usize)>,
@@ -500,7 +502,7 @@ impl LogParser {
             },
         };
         let state = self.line_state();
-        let Some(progress) = state.progress.get_mut(pointer).and_then(|list| list.get_mut(slot)).map(|(_, p)| p) else {
+        let Some((_, _, progress)) = state.progress.get_mut(slot) else {
             return;
         };
         progress.calls += 1;
@@ -540,18 +542,16 @@ impl LogParser {
             self.comms[i].ranks.values().find(|r| r.host.as_deref() == line.host && r.pid == line.pid).map(|r| r.rank)
         });
         let state = self.line_state();
-        let total: usize = state.progress.len();
-        let per_pointer = match state.progress.get_mut(pointer) {
-            Some(list) => list,
-            None if total < MAX_PROGRESS => state.progress.entry(pointer.to_string()).or_default(),
-            None => return None,
-        };
-        let slot = match per_pointer.iter().position(|(pid, _)| *pid == line.pid) {
-            Some(p) => p,
-            None => {
-                per_pointer.push((line.pid, Progress { rank, ..Progress::default() }));
-                per_pointer.len() - 1
+        let known = state.progress_index.get(pointer).and_then(|list| list.iter().find(|(pid, _)| *pid == line.pid));
+        let slot = match known {
+            Some((_, slot)) => *slot,
+            None if state.progress.len() < MAX_PROGRESS => {
+                state.progress.push((pointer.to_string(), line.pid, Progress { rank, ..Progress::default() }));
+                let slot = state.progress.len() - 1;
+                state.progress_index.entry(pointer.to_string()).or_default().push((line.pid, slot));
+                slot
             }
+            None => return None,
         };
         Some((index, slot))
     }
@@ -604,18 +604,16 @@ impl LogParser {
             .collect();
         let mut progress: Vec<RankProgress> = Vec::new();
         for (host, state) in self.hosts {
-            for (comm, list) in state.progress {
-                for (pid, p) in list {
-                    progress.push(RankProgress {
-                        host: (!host.is_empty()).then(|| rename(&host)),
-                        pid,
-                        comm: comm.clone(),
-                        rank: p.rank,
-                        last_op: p.last_op,
-                        last_op_count: p.last_op_count,
-                        calls: p.calls,
-                    });
-                }
+            for (comm, pid, p) in state.progress {
+                progress.push(RankProgress {
+                    host: (!host.is_empty()).then(|| rename(&host)),
+                    pid,
+                    comm,
+                    rank: p.rank,
+                    last_op: p.last_op,
+                    last_op_count: p.last_op_count,
+                    calls: p.calls,
+                });
             }
         }
         progress.sort_by(|a, b| (&a.host, a.pid, &a.comm).cmp(&(&b.host, b.pid, &b.comm)));
