@@ -129,7 +129,11 @@ pub struct LogParser {
     warning_index: HashMap<String, usize>,
     warning_count: u64,
     errors: BTreeMap<(String, i64), u64>,
-    collectives: FastMap<String, CollectiveAccumulator>,
+    /// Per collective name: its statistics, in first-seen order, with an index
+    /// and the last one used (consecutive COLL lines usually name the same op).
+    collectives: Vec<(String, CollectiveAccumulator)>,
+    collective_index: FastMap<String, usize>,
+    last_collective_op: usize,
 
     tuning: BTreeMap<(String, String, String, Option<u64>), u64>,
     via: BTreeMap<String, u64>,
@@ -481,10 +485,22 @@ impl LogParser {
             }
             entry.2 = entry.2.saturating_add(bytes);
         };
-        if let Some(entry) = self.collectives.get_mut(op.op) {
-            add(entry);
-        } else if self.collectives.len() < MAX_SMALL_TABLE {
-            add(self.collectives.entry(op.op.to_string()).or_insert((0, [0; 65], 0)));
+        let last = self.last_collective_op;
+        let index = match self.collectives.get(last) {
+            Some((name, _)) if name == op.op => Some(last),
+            _ => self.collective_index.get(op.op).copied().or_else(|| {
+                (self.collectives.len() < MAX_SMALL_TABLE).then(|| {
+                    self.collectives.push((op.op.to_string(), (0, [0; 65], 0)));
+                    self.collective_index.insert(op.op.to_string(), self.collectives.len() - 1);
+                    self.collectives.len() - 1
+                })
+            }),
+        };
+        if let Some(index) = index {
+            self.last_collective_op = index;
+            if let Some((_, entry)) = self.collectives.get_mut(index) {
+                add(entry);
+            }
         }
 
         let pointer = op.comm.unwrap_or("?");
@@ -564,7 +580,7 @@ impl LogParser {
             .filter(|(h, s)| !h.is_empty() && s.lines > 0)
             .map(|(h, s)| (h.clone(), s.lines))
             .collect();
-        let mut collectives_sorted: Vec<(String, CollectiveAccumulator)> = self.collectives.into_iter().collect();
+        let mut collectives_sorted = self.collectives;
         collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let hosts = canonical_hosts(&host_lines);
         let rename = |h: &str| hosts.get(h).cloned().unwrap_or_else(|| h.to_string());
