@@ -159,10 +159,22 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 static COUNT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" count "));
 
+/// Whether `text` starts with ` key `, compared byte by byte: the keys are a
+/// few bytes long and a call to `memcmp` costs more than the comparison.
+fn has_key(text: &[u8], key: &[u8]) -> bool {
+    text.len() > key.len() + 1
+        && text[0] == b' '
+        && text[key.len() + 1] == b' '
+        && text[1..=key.len()].iter().zip(key).all(|(a, b)| a == b)
+}
+
 /// Splits `key value` off the front of `text` (which starts with a space), if
 /// the key is `key`: returns the value and the rest.
 fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
-    let rest = text.strip_prefix(' ')?.strip_prefix(key)?.strip_prefix(' ')?;
+    if !has_key(text.as_bytes(), key.as_bytes()) {
+        return None;
+    }
+    let rest = &text[key.len() + 2..];
     let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
     Some((&rest[..end], &rest[end..]))
 }
@@ -173,7 +185,7 @@ fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
 fn collective(message: &str) -> Option<Event<'_>> {
     let colon = memchr::memchr(b':', message.as_bytes())?;
     let (op, rest) = (&message[..colon], message[colon + 1..].strip_prefix(" opCount ")?);
-    if op.is_empty() || op.contains(' ') {
+    if op.is_empty() || memchr::memchr(b' ', op.as_bytes()).is_some() {
         return None;
     }
     let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
@@ -187,7 +199,10 @@ fn collective(message: &str) -> Option<Event<'_>> {
         Some((comm, rest)) => (Some(comm), rest),
         None => (None, rest),
     };
-    let nranks = rest.strip_prefix(" [nranks=").and_then(|r| r.split(']').next()).and_then(num);
+    let nranks = rest
+        .strip_prefix(" [nranks=")
+        .and_then(|r| memchr::memchr(b']', r.as_bytes()).map(|end| &r[..end]))
+        .and_then(num);
     Some(Event::Collective(Collective { op, op_count, count: num(count)?, datatype: num(datatype)?, comm, nranks }))
 }
 
