@@ -41,6 +41,7 @@ enum ReportFormat {
 #[derive(Args)]
 struct NcclArgs {
     /// Log files (plain or .gz), directories of NCCL_DEBUG_FILE outputs, or `-` for stdin.
+    /// A snapshot or NCCL topology file among them is taken as `--from`.
     #[arg(required = true, value_name = "LOG")]
     inputs: Vec<PathBuf>,
     /// A snapshot or NCCL topology XML of the machine the ranks ran on: every
@@ -179,8 +180,12 @@ fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
-    let machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
-    let mut report = sources::nccl_report(&args.inputs);
+    // A snapshot or topology file given among the logs describes the machine, as `--from` does.
+    let (machines, logs): (Vec<PathBuf>, Vec<PathBuf>) =
+        args.inputs.iter().cloned().partition(|p| args.from.is_none() && sources::is_machine_description(p));
+    let from = args.from.clone().or_else(|| machines.first().cloned());
+    let machine = from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
+    let mut report = sources::nccl_report(&logs);
     if let Some(snapshot) = &machine {
         let annotated = report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
         if annotated == 0 {

@@ -125,3 +125,24 @@ fn expand(inputs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Whether a file is a machine description (a topo snapshot or an NCCL topology
+/// XML) rather than a log: its first line says so.
+pub fn is_machine_description(path: &Path) -> bool {
+    use std::io::{BufRead, BufReader, Read};
+    if path.is_dir() {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(path) else { return false };
+    let mut first = String::new();
+    let mut reader = BufReader::new(file).take(4096);
+    while first.trim().is_empty() {
+        first.clear();
+        match reader.read_line(&mut first) {
+            Ok(0) | Err(_) => return false,
+            Ok(_) => {}
+        }
+    }
+    let first = first.trim_start();
+    first.starts_with("schema_version:") || first.starts_with("<system") || first.starts_with("{\"schema_version\"")
+}

@@ -138,3 +138,31 @@ fn from_a_machine_description_annotates_each_hop() {
         .success()
         .stdout(predicate::str::contains("[NV12 / NVL]"));
 }
+
+#[test]
+fn a_machine_file_beside_the_log_acts_as_from() {
+    let report = json(&["nccl", log("001").to_str().unwrap(), "--format", "json"]);
+    let buses: Vec<String> = report["communicators"][0]["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["bus_id"].as_str().unwrap().to_string())
+        .collect();
+    // Hand-made: the pair's two GPUs on one PCIe switch, no NVLink.
+    let xml = format!(
+        r#"<system version="1"><cpu numaid="0" affinity="ff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="106">
+        <pci busid="0000:10:00.0" class="0x060400" link_speed="16.0 GT/s PCIe" link_width="16">
+        <pci busid="{}" class="0x030200" vendor="0x10de" device="0x20b2" link_speed="16.0 GT/s PCIe" link_width="16"/>
+        <pci busid="{}" class="0x030200" vendor="0x10de" device="0x20b2" link_speed="16.0 GT/s PCIe" link_width="16"/>
+        </pci></cpu></system>"#,
+        buses[0], buses[1]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let machine = dir.path().join("machine.xml");
+    std::fs::write(&machine, xml).unwrap();
+    let annotated = json(&["nccl", log("001").to_str().unwrap(), machine.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(annotated["inputs"].as_array().unwrap().len(), 1, "the machine file is not read as a log");
+    let hop = &annotated["communicators"][0]["connections"][0];
+    assert_eq!((hop["hardware"]["smi"].as_str(), hop["hardware"]["nccl"].as_str()), (Some("PIX"), Some("PIX")));
+    assert_eq!(hop["hardware"]["expected_gbps"], 31.5);
+}
