@@ -182,7 +182,7 @@ fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
 /// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7 op 0
 /// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log:
 /// one search finds `count`, and the fields after it come in a fixed order.
-fn collective(message: &str) -> Option<Event<'_>> {
+pub fn collective(message: &str) -> Option<Event<'_>> {
     let colon = memchr::memchr(b':', message.as_bytes())?;
     let (op, rest) = (&message[..colon], message[colon + 1..].strip_prefix(" opCount ")?);
     if op.is_empty() || memchr::memchr(b' ', op.as_bytes()).is_some() {

@@ -155,6 +155,29 @@ fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
     ((!host.is_empty()).then_some(host), Some(pid), Some(tid))
 }
 
+/// The common shape `host:pid:tid [dev] NCCL INFO message`, read left to right
+/// without scanning the whole line: `None` for anything else (tags with
+/// spaces, WARN lines, interleaving), which [`split`] then reads.
+pub fn split_plain_info(line: &str) -> Option<LogLine<'_>> {
+    let bytes = line.as_bytes();
+    let space = memchr::memchr(b' ', bytes)?;
+    let rest = line.get(space + 1..)?.strip_prefix('[')?;
+    let close = memchr::memchr(b']', rest.as_bytes())?;
+    let message = rest.get(close + 1..)?.strip_prefix(" NCCL INFO ")?;
+    let (host, pid, tid) = host_pid_tid(&line[..space]);
+    pid?;
+    Some(LogLine {
+        level: Level::Info,
+        host,
+        pid,
+        tid,
+        cuda_dev: rest[..close].parse().ok(),
+        source: None,
+        message,
+        interrupted: false,
+    })
+}
+
 /// Removes a launcher's tag from a bare line: `[1,0]<stdout>:`, `[rank0]:`.
 fn strip_launcher_tag(line: &str) -> &str {
     if line.starts_with('[')

@@ -161,6 +161,23 @@ impl LogParser {
     /// number in the current input.
     pub fn line(&mut self, text: &str, number: u64) {
         self.lines += 1;
+        // Most of a long log is COLL lines in NCCL's plain prefix: read those
+        // without the general splitter's full-line scan. (A line with another
+        // process's prefix glued in fails the COLL shape and takes the general path.)
+        if let Some(line) = prefix::split_plain_info(text)
+            && line.message.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+            && let Some(Event::Collective(op)) = message::collective(line.message)
+        {
+            self.nccl_lines += 1;
+            self.line_host = self.host_slot(line.host);
+            let state = self.line_state();
+            state.lines += 1;
+            if !state.pids.contains(&line.pid) && state.pids.len() < MAX_PROGRESS {
+                state.pids.insert(line.pid);
+            }
+            self.collective(&line, op);
+            return;
+        }
         let line = prefix::split(text);
         self.line_host = self.host_slot(line.host);
         if line.level != Level::Bare {
