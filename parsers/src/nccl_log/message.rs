@@ -190,8 +190,16 @@ pub fn collective(message: &str) -> Option<Event<'_>> {
     }
     let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
     let op_count = u64::from_str_radix(&rest[..end], 16).ok()?;
-    let at = COUNT.find(&rest.as_bytes()[end..])? + end;
-    let (count, rest) = take_field(&rest[at..], "count")?;
+    let after = &rest[end..];
+    // `sendbuff X recvbuff X count N`: step over the buffers; search only if the
+    // shape differs.
+    let fixed = take_field(after, "sendbuff")
+        .and_then(|(_, r)| take_field(r, "recvbuff"))
+        .and_then(|(_, r)| take_field(r, "count"));
+    let (count, rest) = match fixed {
+        Some(found) => found,
+        None => take_field(&after[COUNT.find(after.as_bytes())?..], "count")?,
+    };
     let (datatype, rest) = take_field(rest, "datatype")?;
     let rest = take_field(rest, "op").map_or(rest, |(_, r)| r);
     let rest = take_field(rest, "root").map_or(rest, |(_, r)| r);
