@@ -175,20 +175,26 @@ fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
         return None;
     }
     let rest = &text[key.len() + 2..];
-    let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
+    let end = short_find(rest.as_bytes(), b' ').unwrap_or(rest.len());
     Some((&rest[..end], &rest[end..]))
+}
+
+/// The first `byte` in a short slice: a plain loop beats a SIMD search's setup
+/// for the dozen-byte tokens of a COLL line.
+pub(crate) fn short_find(bytes: &[u8], byte: u8) -> Option<usize> {
+    bytes.iter().position(|b| *b == byte)
 }
 
 /// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7 op 0
 /// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log:
 /// one search finds `count`, and the fields after it come in a fixed order.
 pub fn collective(message: &str) -> Option<Event<'_>> {
-    let colon = memchr::memchr(b':', message.as_bytes())?;
+    let colon = short_find(message.as_bytes(), b':')?;
     let (op, rest) = (&message[..colon], message[colon + 1..].strip_prefix(" opCount ")?);
-    if op.is_empty() || memchr::memchr(b' ', op.as_bytes()).is_some() {
+    if op.is_empty() || short_find(op.as_bytes(), b' ').is_some() {
         return None;
     }
-    let end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
+    let end = short_find(rest.as_bytes(), b' ').unwrap_or(rest.len());
     let op_count = u64::from_str_radix(&rest[..end], 16).ok()?;
     let after = &rest[end..];
     // `sendbuff X recvbuff X count N`: step over the buffers; search only if the
@@ -207,10 +213,8 @@ pub fn collective(message: &str) -> Option<Event<'_>> {
         Some((comm, rest)) => (Some(comm), rest),
         None => (None, rest),
     };
-    let nranks = rest
-        .strip_prefix(" [nranks=")
-        .and_then(|r| memchr::memchr(b']', r.as_bytes()).map(|end| &r[..end]))
-        .and_then(num);
+    let nranks =
+        rest.strip_prefix(" [nranks=").and_then(|r| short_find(r.as_bytes(), b']').map(|end| &r[..end])).and_then(num);
     Some(Event::Collective(Collective { op, op_count, count: num(count)?, datatype: num(datatype)?, comm, nranks }))
 }
 

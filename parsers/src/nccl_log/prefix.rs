@@ -143,8 +143,8 @@ impl<'a> Tokens<'a> {
 /// a redacted `pod-id:num:num`.
 fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
     let bytes = token.as_bytes();
-    let Some(second) = memchr::memrchr(b':', bytes) else { return (None, None, None) };
-    let Some(first) = memchr::memrchr(b':', &bytes[..second]) else { return (None, None, None) };
+    let Some(second) = bytes.iter().rposition(|b| *b == b':') else { return (None, None, None) };
+    let Some(first) = bytes[..second].iter().rposition(|b| *b == b':') else { return (None, None, None) };
     // A redacted prefix (`pod-id:num:num`) names no real host or process.
     let (Ok(pid), Ok(tid)) = (token[first + 1..second].parse::<u64>(), token[second + 1..].parse::<u64>()) else {
         return (None, None, None);
@@ -160,9 +160,9 @@ fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
 /// spaces, WARN lines, interleaving), which [`split`] then reads.
 pub fn split_plain_info(line: &str) -> Option<LogLine<'_>> {
     let bytes = line.as_bytes();
-    let space = memchr::memchr(b' ', bytes)?;
+    let space = bytes.iter().position(|b| *b == b' ')?;
     let rest = line.get(space + 1..)?.strip_prefix('[')?;
-    let close = memchr::memchr(b']', rest.as_bytes())?;
+    let close = rest.bytes().position(|b| b == b']')?;
     let message = rest.get(close + 1..)?.strip_prefix(" NCCL INFO ")?;
     let (host, pid, tid) = host_pid_tid(&line[..space]);
     pid?;

@@ -103,7 +103,8 @@ impl HostState {
 #[derive(Default)]
 struct Progress {
     rank: Option<u32>,
-    last_op: String,
+    /// Index into `LogParser::collectives` of the last operation.
+    last_op: Option<usize>,
     last_op_count: u64,
     calls: u64,
 }
@@ -513,6 +514,7 @@ impl LogParser {
                 })
             }),
         };
+        let op_index = index;
         if let Some(index) = index {
             self.last_collective_op = index;
             if let Some((_, entry)) = self.collectives.get_mut(index) {
@@ -540,9 +542,7 @@ impl LogParser {
         };
         progress.calls += 1;
         progress.last_op_count = op.op_count;
-        if progress.last_op != op.op {
-            progress.last_op = op.op.to_string();
-        }
+        progress.last_op = op_index;
         if cached.is_none() {
             let entry = (line.pid, pointer.to_string(), index, slot);
             let cache = &mut state.last_collective;
@@ -597,6 +597,7 @@ impl LogParser {
             .filter(|(h, s)| !h.is_empty() && s.lines > 0)
             .map(|(h, s)| (h.clone(), s.lines))
             .collect();
+        let op_names: Vec<String> = self.collectives.iter().map(|(name, _)| name.clone()).collect();
         let mut collectives_sorted = self.collectives;
         collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let hosts = canonical_hosts(&host_lines);
@@ -643,7 +644,7 @@ impl LogParser {
                     pid,
                     comm,
                     rank: p.rank,
-                    last_op: p.last_op,
+                    last_op: p.last_op.and_then(|i| op_names.get(i)).cloned().unwrap_or_default(),
                     last_op_count: p.last_op_count,
                     calls: p.calls,
                 });
