@@ -40,6 +40,12 @@ pub struct NcclReport {
     pub progress: Vec<RankProgress>,
     /// Algorithm/protocol choices from TUNING lines, per collective.
     pub tuning: Vec<TuningChoice>,
+    /// The latency/bandwidth table NCCL prints at init (rank 0), per collective,
+    /// algorithm and protocol; entries with zero bandwidth (unavailable) left out.
+    pub tuning_table: Vec<TuningModelEntry>,
+    /// From `tuning_table`: the fastest algorithm and protocol by NCCL's own
+    /// model (latency + size / bandwidth) for each collective and size range.
+    pub tuning_ranges: Vec<TuningRange>,
     /// `Init COMPLETE` lines seen.
     pub init_complete: u64,
     /// Exact transport strings after `via`, with the number of lines each.
@@ -393,4 +399,24 @@ pub struct NcclTestsMeasure {
     /// print a relative error here instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrong: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TuningModelEntry {
+    pub collective: String,
+    pub algorithm: String,
+    pub protocol: String,
+    pub latency_us: f64,
+    /// GB/s.
+    pub bandwidth_gbps: f64,
+}
+
+/// Messages of `from_bytes..=to_bytes` bytes go to `algorithm`/`protocol`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TuningRange {
+    pub collective: String,
+    pub from_bytes: u64,
+    pub to_bytes: u64,
+    pub algorithm: String,
+    pub protocol: String,
 }

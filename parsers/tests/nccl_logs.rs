@@ -213,3 +213,32 @@ fn nccl_tests_output_in_the_real_logs() {
         }
     }
 }
+
+#[test]
+fn the_init_tuning_table_predicts_the_logged_choices() {
+    let names: Vec<String> =
+        std::fs::read_dir(fixtures()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    for prefix in ["001-", "002-"] {
+        let file = names.iter().find(|n| n.starts_with(prefix)).unwrap();
+        let report = parse(file);
+        assert!(!report.tuning_table.is_empty(), "{file}");
+        let mut checked = 0;
+        for choice in report.tuning.iter().filter(|t| t.bytes.is_some()) {
+            let bytes = choice.bytes.unwrap();
+            let range = report
+                .tuning_ranges
+                .iter()
+                .find(|r| {
+                    r.collective == choice.collective && r.from_bytes <= bytes && bytes < r.to_bytes.saturating_mul(2)
+                })
+                .unwrap_or_else(|| panic!("{file}: no range for {choice:?}"));
+            assert_eq!(
+                (range.algorithm.to_uppercase(), range.protocol.to_uppercase()),
+                (choice.algorithm.clone(), choice.protocol.clone()),
+                "{file}: {bytes} bytes"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 6, "{file}: {checked} TUNING lines checked");
+    }
+}

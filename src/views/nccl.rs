@@ -321,6 +321,27 @@ fn collectives(out: &mut String, report: &NcclReport) {
         }
         out.push('\n');
     }
+    if !report.tuning_ranges.is_empty() {
+        out.push_str("Algorithm and protocol by size (NCCL's init tuning table):\n");
+        let mut by_collective: Vec<(&str, Vec<String>)> = Vec::new();
+        for range in &report.tuning_ranges {
+            let text = format!(
+                "{}..{} {}/{}",
+                size_label(range.from_bytes),
+                size_label(range.to_bytes),
+                range.algorithm,
+                range.protocol
+            );
+            match by_collective.last_mut() {
+                Some((name, list)) if *name == range.collective => list.push(text),
+                _ => by_collective.push((&range.collective, vec![text])),
+            }
+        }
+        for (collective, ranges) in by_collective {
+            let _ = writeln!(out, "  {collective}: {}", ranges.join(", "));
+        }
+        out.push('\n');
+    }
     if !report.tuning.is_empty() {
         out.push_str("Algorithm and protocol chosen (TUNING lines):\n");
         for t in &report.tuning {

@@ -5,6 +5,7 @@ mod input;
 pub mod message;
 pub mod prefix;
 mod report;
+mod tuning_table;
 
 pub use input::{LogError, feed, read_lines};
 pub use report::{LogParser, transport_kind};

@@ -141,6 +141,7 @@ pub struct LogParser {
     init_complete: u64,
     input_name: String,
     nccl_tests: crate::nccl_tests::NcclTestsParser,
+    tuning_table: super::tuning_table::TuningTable,
 }
 
 impl LogParser {
@@ -214,6 +215,9 @@ impl LogParser {
                 self.event(&line, event);
             }
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
+            None if line.level == Level::Info => {
+                self.tuning_table.line(line.pid, line.tid, line.message);
+            }
             None => {}
         }
     }
@@ -598,6 +602,7 @@ impl LogParser {
             .map(|(h, s)| (h.clone(), s.lines))
             .collect();
         let op_names: Vec<String> = self.collectives.iter().map(|(name, _)| name.clone()).collect();
+        let (tuning_table, tuning_ranges) = self.tuning_table.finish();
         let mut collectives_sorted = self.collectives;
         collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
         let hosts = canonical_hosts(&host_lines);
@@ -683,6 +688,8 @@ impl LogParser {
             init_complete: self.init_complete,
             via: self.via,
             nccl_tests: self.nccl_tests.finish(),
+            tuning_table,
+            tuning_ranges,
             lines: self.lines,
             nccl_lines: self.nccl_lines,
             unparsed_lines: self.unparsed_lines,
