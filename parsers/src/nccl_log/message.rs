@@ -2,6 +2,8 @@
 //! NCCL version, so one parser reads logs from 2.3 to 2.30 (format strings:
 //! `shared/research/nccl-log-format.md`).
 
+use super::bytes::{digits, short_find};
+
 /// A fact read from one message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event<'a> {
@@ -179,12 +181,6 @@ fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
     Some((&rest[..end], &rest[end..]))
 }
 
-/// The first `byte` in a short slice: a plain loop beats a SIMD search's setup
-/// for the dozen-byte tokens of a COLL line.
-pub(crate) fn short_find(bytes: &[u8], byte: u8) -> Option<usize> {
-    bytes.iter().position(|b| *b == byte)
-}
-
 /// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7 op 0
 /// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log:
 /// one search finds `count`, and the fields after it come in a fixed order.
@@ -197,15 +193,8 @@ pub fn collective(message: &str) -> Option<Event<'_>> {
     let end = short_find(rest.as_bytes(), b' ').unwrap_or(rest.len());
     let op_count = u64::from_str_radix(&rest[..end], 16).ok()?;
     let after = &rest[end..];
-    // `sendbuff X recvbuff X count N`: step over the buffers; search only if the
-    // shape differs.
-    let fixed = take_field(after, "sendbuff")
-        .and_then(|(_, r)| take_field(r, "recvbuff"))
-        .and_then(|(_, r)| take_field(r, "count"));
-    let (count, rest) = match fixed {
-        Some(found) => found,
-        None => take_field(&after[COUNT.find(after.as_bytes())?..], "count")?,
-    };
+    // `sendbuff X recvbuff X count N`: one vector search skips the buffers.
+    let (count, rest) = take_field(&after[COUNT.find(after.as_bytes())?..], "count")?;
     let (datatype, rest) = take_field(rest, "datatype")?;
     let rest = take_field(rest, "op").map_or(rest, |(_, r)| r);
     let rest = take_field(rest, "root").map_or(rest, |(_, r)| r);
@@ -213,9 +202,13 @@ pub fn collective(message: &str) -> Option<Event<'_>> {
         Some((comm, rest)) => (Some(comm), rest),
         None => (None, rest),
     };
-    let nranks =
-        rest.strip_prefix(" [nranks=").and_then(|r| short_find(r.as_bytes(), b']').map(|end| &r[..end])).and_then(num);
-    Some(Event::Collective(Collective { op, op_count, count: num(count)?, datatype: num(datatype)?, comm, nranks }))
+    let nranks = rest
+        .strip_prefix(" [nranks=")
+        .and_then(|r| short_find(r.as_bytes(), b']').map(|end| &r[..end]))
+        .and_then(digits)
+        .and_then(|n| u32::try_from(n).ok());
+    let datatype = u32::try_from(digits(datatype)?).ok()?;
+    Some(Event::Collective(Collective { op, op_count, count: digits(count)?, datatype, comm, nranks }))
 }
 
 /// `Channel 00/02 : 0 1 2 3` (ring order) or `Channel 00/0 : 0[0] -> 1[1] [send] via X`.

@@ -1,6 +1,7 @@
 //! NCCL debug logs (`NCCL_DEBUG=INFO`), read as a stream into an
 //! [`NcclReport`](topo_model::nccl::NcclReport).
 
+mod bytes;
 mod input;
 pub mod message;
 pub mod prefix;

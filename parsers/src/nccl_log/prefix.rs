@@ -7,6 +7,8 @@
 //! half by another process writing at the same moment. The prefix is therefore
 //! read from the marker leftwards, taking only what has NCCL's shape.
 
+use super::bytes::{digits, short_find};
+
 /// Which NCCL logger produced the line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -146,7 +148,7 @@ fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
     let Some(second) = bytes.iter().rposition(|b| *b == b':') else { return (None, None, None) };
     let Some(first) = bytes[..second].iter().rposition(|b| *b == b':') else { return (None, None, None) };
     // A redacted prefix (`pod-id:num:num`) names no real host or process.
-    let (Ok(pid), Ok(tid)) = (token[first + 1..second].parse::<u64>(), token[second + 1..].parse::<u64>()) else {
+    let (Some(pid), Some(tid)) = (digits(&token[first + 1..second]), digits(&token[second + 1..])) else {
         return (None, None, None);
     };
     let head = &token[..first];
@@ -160,9 +162,9 @@ fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
 /// spaces, WARN lines, interleaving), which [`split`] then reads.
 pub fn split_plain_info(line: &str) -> Option<LogLine<'_>> {
     let bytes = line.as_bytes();
-    let space = bytes.iter().position(|b| *b == b' ')?;
+    let space = short_find(bytes, b' ')?;
     let rest = line.get(space + 1..)?.strip_prefix('[')?;
-    let close = rest.bytes().position(|b| b == b']')?;
+    let close = short_find(rest.as_bytes(), b']')?;
     let message = rest.get(close + 1..)?.strip_prefix(" NCCL INFO ")?;
     let (host, pid, tid) = host_pid_tid(&line[..space]);
     pid?;
@@ -171,7 +173,7 @@ pub fn split_plain_info(line: &str) -> Option<LogLine<'_>> {
         host,
         pid,
         tid,
-        cuda_dev: rest[..close].parse().ok(),
+        cuda_dev: digits(&rest[..close]).and_then(|d| u32::try_from(d).ok()),
         source: None,
         message,
         interrupted: false,
