@@ -34,7 +34,7 @@ fn discovery_and_render(c: &mut Criterion) {
     for (name, root) in &trees {
         group.bench_function(*name, |b| {
             b.iter(|| {
-                let snapshot = sources::load(Origin::Sysfs(root)).unwrap();
+                let snapshot = sources::load(Origin::Sysfs { root, nvml: false }).unwrap();
                 views::plain::render(&snapshot, false)
             })
         });

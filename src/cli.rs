@@ -1,6 +1,6 @@
 //! Command-line interface: argument definitions and dispatch.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -65,6 +65,9 @@ struct OriginArgs {
     /// Use a bundled real machine (see `topo examples`).
     #[arg(long, value_name = "NAME")]
     example: Option<String>,
+    /// Do not ask the NVIDIA driver (NVML); the view then comes from sysfs alone.
+    #[arg(long)]
+    no_nvml: bool,
 }
 
 impl OriginArgs {
@@ -72,7 +75,9 @@ impl OriginArgs {
         let origin = match (&self.from, &self.example) {
             (Some(path), _) => Origin::File(path),
             (None, Some(name)) => Origin::Example(name),
-            (None, None) => Origin::Sysfs(&self.sysfs_root),
+            (None, None) => {
+                Origin::Sysfs { root: &self.sysfs_root, nvml: !self.no_nvml && self.sysfs_root == Path::new("/") }
+            }
         };
         sources::load(origin)
     }
@@ -141,7 +146,8 @@ fn report_notices(snapshot: &Snapshot) {
     for warning in &snapshot.notices {
         output::warn(warning);
     }
-    if snapshot.topology.gpus.is_empty() && matches!(snapshot.source, Source::Sysfs { .. }) {
+    let nvml_missing = snapshot.notices.iter().any(|n| n.starts_with(sources::NO_NVML_NOTICE));
+    if snapshot.topology.gpus.is_empty() && matches!(snapshot.source, Source::Sysfs { .. }) && !nvml_missing {
         output::notice("no NVIDIA GPU found; showing the CPU, NUMA, PCI and network view");
     }
 }

@@ -12,17 +12,27 @@ use crate::examples::{self, ExampleFormat};
 
 /// Where `show` and `snapshot` take the machine from.
 pub enum Origin<'a> {
-    Sysfs(&'a Path),
+    /// A sysfs tree; `nvml`: also ask this machine's NVIDIA driver (only when
+    /// the tree is this machine's own `/`).
+    Sysfs {
+        root: &'a Path,
+        nvml: bool,
+    },
     File(&'a Path),
     Example(&'a str),
 }
 
 pub fn load(origin: Origin) -> anyhow::Result<Snapshot> {
     match origin {
-        Origin::Sysfs(root) => {
+        Origin::Sysfs { root, nvml } => {
             let found = sysfs::discover(root)?;
             let source = Source::Sysfs { root: root.display().to_string() };
-            Ok(Snapshot::new(source, found.host, found.topology, found.warnings))
+            let mut snapshot = Snapshot::new(source, found.host, found.topology, found.warnings);
+            if nvml {
+                let library = std::env::var_os(NVML_LIBRARY_VARIABLE);
+                attach_nvml(&mut snapshot, topo_probes::nvml::probe(library.as_deref()));
+            }
+            Ok(snapshot)
         }
         Origin::File(path) => load_file(path),
         Origin::Example(name) => {
@@ -38,6 +48,39 @@ pub fn load(origin: Origin) -> anyhow::Result<Snapshot> {
                 ExampleFormat::Snapshot => Ok(Snapshot::from_text(example.text, name)?),
             }
         }
+    }
+}
+
+/// Names the NVML library to load instead of `libnvidia-ml.so.1` (a path, or a
+/// name `dlopen` finds).
+pub const NVML_LIBRARY_VARIABLE: &str = "TOPO_NVML_LIBRARY";
+
+/// The start of the one notice a machine without a usable NVIDIA driver gets.
+pub const NO_NVML_NOTICE: &str = "NVML unavailable";
+
+/// Joins what NVML answered to the sysfs view; without NVML, one notice and
+/// the sysfs view goes on.
+pub fn attach_nvml(
+    snapshot: &mut Snapshot,
+    probed: Result<topo_model::NvmlRecording, topo_probes::nvml::NvmlUnavailable>,
+) {
+    match probed {
+        Ok(recording) => {
+            match &recording.device_count {
+                topo_model::nvml::Answer::Ok(0) => {
+                    snapshot.notices.push("NVML: the NVIDIA driver is loaded but reports no GPU".to_string())
+                }
+                topo_model::nvml::Answer::Ok(_) => {}
+                other => snapshot.notices.push(format!("NVML: cannot count the GPUs: {}", other.show(u32::to_string))),
+            }
+            let notices = recording.apply(&mut snapshot.topology);
+            snapshot.notices.extend(notices);
+            snapshot.nvml = Some(recording);
+        }
+        Err(why) => snapshot.notices.push(format!(
+            "{NO_NVML_NOTICE} ({why}): showing the CPU, NUMA, PCI and network view from sysfs, without GPU \
+             details, NVLink or P2P status ({NVML_LIBRARY_VARIABLE} names another library)"
+        )),
     }
 }
 

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::nvml::NvmlRecording;
 use crate::topology::Topology;
 
 /// Bumped whenever a field changes meaning or a required field is added.
@@ -24,6 +25,9 @@ pub struct Snapshot {
     pub host: HostInfo,
     pub source: Source,
     pub topology: Topology,
+    /// NVML's raw answers, when the node had an NVIDIA driver (replayed by `show`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvml: Option<NvmlRecording>,
     /// Warnings raised while probing (unreadable files, missing driver), replayed
     /// with the snapshot so a replay reports what the live run reported.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -83,6 +87,7 @@ impl Snapshot {
             host,
             source,
             topology,
+            nvml: None,
             notices,
         }
     }

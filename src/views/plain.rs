@@ -24,6 +24,9 @@ pub fn render(snapshot: &Snapshot, colour: bool) -> String {
     let mut out = String::new();
     header(&mut out, snapshot);
     let endpoints = matrix(&mut out, topology, colour);
+    if let Some(recording) = &snapshot.nvml {
+        super::gpus::render(&mut out, recording, topology);
+    }
     devices(&mut out, topology, &endpoints);
     downtrained(&mut out, topology);
     numa(&mut out, topology);
