@@ -356,19 +356,19 @@ impl NvmlRecording {
         }
         topology.gpus.sort_by_key(|g| (g.index.is_none(), g.index, g.bus_id));
 
-        let mut bundles: BTreeMap<(BusId, NvLinkRemoteKey), u32> = BTreeMap::new();
+        let mut bundles: BTreeMap<(BusId, NvLinkRemote), u32> = BTreeMap::new();
         for (_, device) in self.answered() {
             let Some(gpu) = device.bus_id() else { continue };
             for link in device.nvlinks.iter().filter(|l| l.active.ok() == Some(&true)) {
                 let remote_bus = link.remote_bus_id.ok().and_then(|b| b.parse::<BusId>().ok());
                 let remote = match (link.remote_type.ok().map(String::as_str), remote_bus) {
-                    (Some("ibmnpu"), _) => NvLinkRemoteKey::Cpu,
-                    (Some("gpu"), Some(bus)) => NvLinkRemoteKey::Gpu(bus),
-                    (Some("switch"), Some(bus)) => NvLinkRemoteKey::Switch(bus),
+                    (Some("ibmnpu"), _) => NvLinkRemote::Cpu,
+                    (Some("gpu"), Some(bus)) => NvLinkRemote::Gpu(bus),
+                    (Some("switch"), Some(bus)) => NvLinkRemote::NvSwitch(bus),
                     // The type unanswered: a bus ID that is one of the GPUs is a GPU;
                     // otherwise the far end can only be a switch.
-                    (_, Some(bus)) if gpu_buses.contains_key(&bus) => NvLinkRemoteKey::Gpu(bus),
-                    (_, Some(bus)) => NvLinkRemoteKey::Switch(bus),
+                    (_, Some(bus)) if gpu_buses.contains_key(&bus) => NvLinkRemote::Gpu(bus),
+                    (_, Some(bus)) => NvLinkRemote::NvSwitch(bus),
                     (_, None) => continue,
                 };
                 *bundles.entry((gpu, remote)).or_default() += 1;
@@ -378,29 +378,17 @@ impl NvmlRecording {
             topology.nvlinks.clear();
         }
         for ((gpu, remote), links) in bundles {
-            let remote = match remote {
-                NvLinkRemoteKey::Gpu(bus) => NvLinkRemote::Gpu(bus),
-                NvLinkRemoteKey::Switch(bus) => {
-                    if !topology.nvswitches.iter().any(|s| s.bus_id == bus) {
-                        let visible = topology.pci(bus).is_some();
-                        topology.nvswitches.push(NvSwitch { bus_id: bus, visible });
-                    }
-                    NvLinkRemote::NvSwitch(bus)
-                }
-                NvLinkRemoteKey::Cpu => NvLinkRemote::Cpu,
-            };
+            if let NvLinkRemote::NvSwitch(bus) = remote
+                && !topology.nvswitches.iter().any(|s| s.bus_id == bus)
+            {
+                let visible = topology.pci(bus).is_some();
+                topology.nvswitches.push(NvSwitch { bus_id: bus, visible });
+            }
             topology.nvlinks.push(NvLinkBundle { gpu, remote, links });
         }
         topology.nvswitches.sort_by_key(|s| s.bus_id);
         notices
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum NvLinkRemoteKey {
-    Gpu(BusId),
-    Switch(BusId),
-    Cpu,
 }
 
 /// `9.0` → 90, NCCL's `sm=` form.

@@ -353,7 +353,7 @@ pub struct NvSwitch {
 }
 
 /// What the far end of an NVLink bundle is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "type", content = "bus_id")]
 pub enum NvLinkRemote {
     Gpu(BusId),

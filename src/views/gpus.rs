@@ -174,9 +174,10 @@ fn nvlinks(out: &mut String, recording: &NvmlRecording) {
     for (index, device) in recording.answered() {
         for link in &device.nvlinks {
             let bus = link.remote_bus_id.ok().and_then(|b| b.parse::<BusId>().ok());
+            let peer = bus.and_then(gpu_at);
             let remote = match (link.remote_type.ok().map(String::as_str), bus) {
                 (Some("ibmnpu"), _) => "CPU".to_string(),
-                (_, Some(bus)) if gpu_at(bus).is_some() => format!("GPU{} {bus}", gpu_at(bus).unwrap_or_default()),
+                (_, Some(bus)) if peer.is_some() => format!("GPU{} {bus}", peer.unwrap_or_default()),
                 (Some("switch"), Some(bus)) => format!("NVSwitch {bus}"),
                 (_, Some(bus)) => format!("{} {bus}", link.remote_type.show(String::clone)),
                 (_, None) => link.remote_bus_id.show(String::clone),

@@ -13,8 +13,6 @@ use nvml_wrapper::Nvml;
 use nvml_wrapper::error::NvmlError;
 use topo_model::NvmlRecording;
 
-pub use record::answer;
-
 /// Where the NVML library is looked for when `TOPO_NVML_LIBRARY` does not say.
 pub const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
 

@@ -22,7 +22,7 @@ const MAX_NVLINKS: u32 = 18;
 /// Enough affinity words for 4,096 CPUs.
 const AFFINITY_WORDS: usize = 64;
 
-pub fn answer<T>(result: Result<T, NvmlError>) -> Answer<T> {
+fn answer<T>(result: Result<T, NvmlError>) -> Answer<T> {
     match result {
         Ok(value) => Answer::Ok(value),
         // A call this driver does not have is, to the user, not supported.
