@@ -26,8 +26,33 @@ enum Command {
     Snapshot(SnapshotArgs),
     /// Read NCCL_DEBUG=INFO logs: communicators, rings, trees and the transport of every hop.
     Nccl(NcclArgs),
+    /// Find what makes an NCCL job slow or broken: log facts, checked against the node's hardware.
+    Diagnose(DiagnoseArgs),
     /// List the bundled example machines.
     Examples,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+enum FailOn {
+    Info,
+    Warning,
+    Error,
+    Never,
+}
+
+#[derive(Args)]
+struct DiagnoseArgs {
+    /// NCCL_DEBUG=INFO logs (files, .gz, directories, `-` for stdin), as for `topo nccl`.
+    #[arg(required = true, value_name = "LOG")]
+    inputs: Vec<PathBuf>,
+    /// A snapshot or NCCL topology XML of the node the job ran on.
+    #[arg(long, value_name = "FILE")]
+    from: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "plain")]
+    format: ReportFormat,
+    /// Exit 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value = "never")]
+    fail_on: FailOn,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -129,6 +154,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Show(args) => show(args),
         Command::Snapshot(args) => snapshot(args),
         Command::Nccl(args) => nccl(args),
+        Command::Diagnose(args) => diagnose(args),
         Command::Examples => {
             let mut text = String::new();
             for example in crate::examples::EXAMPLES {
@@ -209,4 +235,36 @@ fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     };
     output::print(&text)?;
     Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
+    let machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
+    let mut report = sources::nccl_report(&args.inputs);
+    if let Some(snapshot) = &machine {
+        report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+    }
+    let failed: Vec<&str> = report.inputs.iter().filter_map(|i| i.error.as_deref()).collect();
+    for error in &failed {
+        eprintln!("topo: error: {error}");
+    }
+    let findings = crate::diagnose::diagnose(&report, machine.as_ref());
+    let text = match args.format {
+        ReportFormat::Plain => views::findings::render(&findings),
+        ReportFormat::Json => serde_json::to_string_pretty(&findings)? + "\n",
+        ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&findings),
+    };
+    output::print(&text)?;
+    let threshold = match args.fail_on {
+        FailOn::Info => Some(topo_model::Severity::Info),
+        FailOn::Warning => Some(topo_model::Severity::Warning),
+        FailOn::Error => Some(topo_model::Severity::Error),
+        FailOn::Never => None,
+    };
+    Ok(if !failed.is_empty() {
+        ExitCode::from(2)
+    } else if threshold.is_some_and(|t| findings.iter().any(|f| f.severity >= t)) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

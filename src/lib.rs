@@ -6,6 +6,7 @@
 //! render it.
 
 pub mod cli;
+pub mod diagnose;
 pub mod examples;
 pub mod output;
 pub mod sources;

@@ -8,6 +8,7 @@
 pub mod bandwidth;
 pub mod bus_id;
 pub mod cpuset;
+pub mod finding;
 pub mod matrix;
 pub mod nccl;
 pub mod nvml;
@@ -19,6 +20,7 @@ pub mod topology;
 pub use bandwidth::Bandwidth;
 pub use bus_id::BusId;
 pub use cpuset::CpuSet;
+pub use finding::{Evidence, Finding, Severity};
 pub use matrix::{Endpoint, EndpointKind, Matrix};
 pub use nvml::NvmlRecording;
 pub use path::{Hop, HopKind, NcclClass, Path, SmiClass};

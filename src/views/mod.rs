@@ -2,6 +2,7 @@
 
 pub mod document;
 pub mod dot;
+pub mod findings;
 pub mod gpus;
 pub mod nccl;
 pub mod plain;

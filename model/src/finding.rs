@@ -1,0 +1,49 @@
+//! What `topo diagnose` (and later `preflight`) reports: one finding per
+//! problem, with a stable code scripts can match on, the evidence it rests on,
+//! why it costs bandwidth and what to do about it.
+
+use serde::{Deserialize, Serialize};
+
+/// Ordered: `Info < Warning < Error`, so `--fail-on warning` means "at least warning".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable, kebab-case (`net-socket-fallback`).
+    pub code: String,
+    pub severity: Severity,
+    pub title: String,
+    pub evidence: Vec<Evidence>,
+    /// Why it costs bandwidth or stops the job.
+    pub why: String,
+    /// What the hardware should give, where the topology model knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+    pub fix: String,
+}
+
+/// One fact a finding rests on: a log line (`file:line`) or a fact of the
+/// report or snapshot (`at` names where it came from).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub at: String,
+    pub text: String,
+}
