@@ -111,3 +111,23 @@ fn plain_report() {
     let text = text.replace(log("052").to_str().unwrap(), "052.log");
     insta::assert_snapshot!(text);
 }
+
+/// Labelled hand-made case: 037's AllGather line repeated 150 times with a
+/// 1 KiB count (no real log here has 100+ COLL lines), plus 30 large calls.
+#[test]
+fn small_messages_from_coll_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("coll.log");
+    let line = |op: u32, count: u64| {
+        format!(
+            "hopper01:191370:191425 [1] NCCL INFO AllGather: opCount {op:x} sendbuff 0x7fa921200000 recvbuff \
+             0x7fa915800000 count {count} datatype 7 op 0 root 0 comm 0x55fca23fc0f0 [nranks=2] stream 0x55fca193e8e0\n"
+        )
+    };
+    let text: String = (0..180).map(|i| line(i, if i < 150 { 256 } else { 2097152 })).collect();
+    std::fs::write(&path, text).unwrap();
+    let found = findings(&[path.to_str().unwrap()]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].code.as_str(), found[0].severity), ("small-messages", Severity::Info));
+    assert_eq!(found[0].title, "150 of 180 collectives move 1 MiB or less");
+}
