@@ -70,12 +70,20 @@ fn evidence_points_at_the_log_line() {
     assert!(evidence[0].text.contains("No space left on device"));
     let env = findings(&[log("050").to_str().unwrap()]);
     let overrides = env.iter().find(|f| f.code == "env-override").unwrap();
-    let texts: Vec<&str> = overrides.evidence.iter().map(|e| e.text.as_str()).collect();
+    // Each override cited at the first line that set it, as NCCL printed it.
+    let cited: Vec<(&str, &str)> =
+        overrides.evidence.iter().map(|e| (e.at.rsplit('/').next().unwrap(), e.text.as_str())).collect();
     assert_eq!(
-        texts,
+        cited,
         [
-            "NCCL_IB_DISABLE set by environment to 1 (hosts: ncg12)",
-            "NCCL_P2P_LEVEL set by environment to LOC (hosts: ncg12)"
+            (
+                "050-nccl217to218-p2p-level-loc-ib-disabled-wrapped-line.log:6",
+                "NCCL_IB_DISABLE set by environment to 1. (hosts: ncg12)"
+            ),
+            (
+                "050-nccl217to218-p2p-level-loc-ib-disabled-wrapped-line.log:9",
+                "NCCL_P2P_LEVEL set by environment to LOC (hosts: ncg12)"
+            ),
         ]
     );
 }

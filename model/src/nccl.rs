@@ -52,11 +52,24 @@ pub struct NcclReport {
     pub via: BTreeMap<String, u64>,
     /// nccl-tests output found in the same input.
     pub nccl_tests: Vec<NcclTestsRun>,
+    /// The first line behind each fact `topo diagnose` cites as evidence, keyed
+    /// `via/<transport>`, `network/<name>`, `env/<NAME>=<value>`,
+    /// `bootstrap/<interface>` and `net-ib-not-found`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub first_lines: BTreeMap<String, LineRef>,
     /// Lines read, lines holding an NCCL marker or message, and lines nothing was
     /// learnt from (application output, formats not understood).
     pub lines: u64,
     pub nccl_lines: u64,
     pub unparsed_lines: u64,
+}
+
+/// Where a fact was first seen, and the NCCL message of that line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineRef {
+    pub file: String,
+    pub line: u64,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

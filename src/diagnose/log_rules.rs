@@ -46,13 +46,25 @@ fn fact(at: &str, text: String) -> Evidence {
     Evidence { at: at.into(), text }
 }
 
-/// `via` strings of one transport kind, with their line counts.
+/// The log line where the report first saw `key` (see `NcclReport::first_lines`),
+/// with `more` appended; the bare fact when the line is not known.
+fn first_line(report: &NcclReport, key: &str, fallback: String, more: &str) -> Evidence {
+    match report.first_lines.get(key) {
+        Some(line) => Evidence { at: format!("{}:{}", line.file, line.line), text: format!("{}{more}", line.text) },
+        None => fact("report", format!("{fallback}{more}")),
+    }
+}
+
+/// `via` strings of one transport kind: the first line of each, and how many there were.
 fn via_of(report: &NcclReport, kind: TransportKind) -> Vec<Evidence> {
     report
         .via
         .iter()
         .filter(|(via, _)| topo_parsers::nccl_log::transport_kind(via) == kind)
-        .map(|(via, lines)| fact("connections", format!("via {via} on {lines} connection line(s)")))
+        .map(|(via, lines)| {
+            let more = if *lines > 1 { format!(" (first of {lines} lines via {via})") } else { String::new() };
+            first_line(report, &format!("via/{via}"), format!("via {via}"), &more)
+        })
         .collect()
 }
 
@@ -60,13 +72,13 @@ fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
     let mut evidence = via_of(report, TransportKind::NetSocket);
     if report.network.used.iter().any(|n| n == "Socket") {
-        evidence.push(fact("network", "Using network Socket".into()));
+        evidence.push(first_line(report, "network/Socket", "Using network Socket".into(), ""));
     }
     if evidence.is_empty() {
         return None;
     }
     if report.network.ib_not_found {
-        evidence.push(fact("network", "NET/IB : No device found".into()));
+        evidence.push(first_line(report, "net-ib-not-found", "NET/IB : No device found".into(), ""));
     }
     let mut rdma: Vec<String> = inputs
         .machine
@@ -137,7 +149,7 @@ fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
         return None;
     }
     for setting in &limiting {
-        evidence.push(fact("environment", format!("{setting} set by environment")));
+        evidence.push(first_line(report, &format!("env/{setting}"), format!("{setting} set by environment"), ""));
     }
     Some(finding(
         "p2p-not-used",
@@ -186,7 +198,9 @@ fn env_override(inputs: &Inputs) -> Option<Finding> {
         // `NCCL_SHM_DISABLE=0` and friends restate the default.
         .filter(|e| !(e.name.ends_with("_DISABLE") && e.value == "0"))
         .map(|e| {
-            fact("environment", format!("{} set by environment to {} (hosts: {})", e.name, e.value, e.hosts.join(", ")))
+            let key = format!("env/{}={}", e.name, e.value);
+            let hosts = format!(" (hosts: {})", e.hosts.join(", "));
+            first_line(inputs.report, &key, format!("{} set by environment to {}", e.name, e.value), &hosts)
         })
         .collect();
     (!tuning.is_empty()).then(|| {
@@ -217,7 +231,7 @@ fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
         .bootstrap
         .iter()
         .filter(|i| unsuitable_interface(i))
-        .map(|i| fact("bootstrap", format!("Bootstrap : Using {i}")))
+        .map(|i| first_line(inputs.report, &format!("bootstrap/{i}"), format!("Bootstrap : Using {i}"), ""))
         .collect();
     evidence.extend(
         network

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use topo_model::BusId;
 use topo_model::nccl::{
-    ChannelCounts, CollectiveStats, Communicator, Connection, Direction, EnvOverride, ErrorTrace, GraphSearch,
+    ChannelCounts, CollectiveStats, Communicator, Connection, Direction, EnvOverride, ErrorTrace, GraphSearch, LineRef,
     NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, Ring, TransportKind, TreeNode,
     TuningChoice, Warning,
 };
@@ -48,6 +48,9 @@ const MAX_DISTINCT_ERRORS: usize = 1024;
 const MAX_DISTINCT_VIA: usize = 4096;
 const MAX_PROGRESS: usize = 1 << 16;
 const MAX_SMALL_TABLE: usize = 4096;
+const MAX_FIRST_LINES: usize = 4096;
+/// Evidence lines are cut to this many characters.
+const MAX_EVIDENCE_CHARS: usize = 300;
 
 /// channel, connIndex, from, to, direction, transport text.
 type ConnectionKey = (u32, u32, u32, Option<u32>, Direction, String);
@@ -138,6 +141,9 @@ pub struct LogParser {
 
     tuning: BTreeMap<(String, String, String, Option<u64>), u64>,
     via: BTreeMap<String, u64>,
+    first_lines: BTreeMap<String, LineRef>,
+    /// The 1-based number of the line being read, for `first_lines`.
+    line_number: u64,
     init_complete: u64,
     input_name: String,
     nccl_tests: crate::nccl_tests::NcclTestsParser,
@@ -163,6 +169,7 @@ impl LogParser {
     /// number in the current input.
     pub fn line(&mut self, text: &str, number: u64) {
         self.lines += 1;
+        self.line_number = number;
         // Most of a long log is COLL lines in NCCL's plain prefix: read those
         // without the general splitter's full-line scan. (A line with another
         // process's prefix glued in fails the COLL shape and takes the general path.)
@@ -255,6 +262,15 @@ impl LogParser {
         (name == host.unwrap_or("") || name.is_empty()).then_some(state)
     }
 
+    /// Notes where `key` was first seen (bounded like the other fact tables).
+    fn first_line(&mut self, key: String, message: &str) {
+        if self.first_lines.len() < MAX_FIRST_LINES && !self.first_lines.contains_key(&key) {
+            let text: String = message.chars().take(MAX_EVIDENCE_CHARS).collect();
+            let line = LineRef { file: self.input_name.clone(), line: self.line_number, text };
+            self.first_lines.insert(key, line);
+        }
+    }
+
     fn warning(&mut self, line: &LogLine, number: u64) {
         self.warning_count += 1;
         let text = if line.level == Level::Abort { "NCCL ABORT".to_string() } else { line.message.to_string() };
@@ -324,6 +340,7 @@ impl LogParser {
                 }
             }
             Event::Env { name, value } => {
+                self.first_line(format!("env/{name}={value}"), line.message);
                 let hosts = self.env.entry((name.to_string(), value.to_string())).or_default();
                 if let Some(host) = line.host
                     && hosts.len() < MAX_SMALL_TABLE
@@ -331,15 +348,24 @@ impl LogParser {
                     hosts.insert(host.to_string());
                 }
             }
-            Event::UsingNetwork(name) => push_unique(&mut self.network.used, name),
+            Event::UsingNetwork(name) => {
+                self.first_line(format!("network/{name}"), line.message);
+                push_unique(&mut self.network.used, name)
+            }
             Event::NetDevices(devices) => devices.into_iter().for_each(|d| push_unique(&mut self.network.devices, d)),
-            Event::NetIbNotFound => self.network.ib_not_found = true,
+            Event::NetIbNotFound => {
+                self.first_line("net-ib-not-found".to_string(), line.message);
+                self.network.ib_not_found = true
+            }
             Event::OfiProvider { provider, nics } => {
                 let plural = if nics == 1 { "" } else { "s" };
                 push_unique(&mut self.network.devices, &format!("{provider} ({nics} nic{plural})"));
             }
             Event::Bootstrap(interfaces) => {
-                interfaces.into_iter().for_each(|i| push_unique(&mut self.network.bootstrap, i))
+                for interface in interfaces {
+                    self.first_line(format!("bootstrap/{interface}"), line.message);
+                    push_unique(&mut self.network.bootstrap, interface);
+                }
             }
             Event::GdrForHca { hca, enabled } => {
                 if self.network.gdr_by_hca.len() < MAX_SMALL_TABLE {
@@ -470,6 +496,7 @@ impl LogParser {
     fn connection(&mut self, line: &LogLine, connection: ConnectionLine) {
         if self.via.len() < MAX_DISTINCT_VIA || self.via.contains_key(connection.via) {
             *self.via.entry(connection.via.to_string()).or_default() += 1;
+            self.first_line(format!("via/{}", connection.via), line.message);
         }
         let comm = self.current(line);
         comm.saw_rank(connection.from);
@@ -687,6 +714,7 @@ impl LogParser {
                 .collect(),
             init_complete: self.init_complete,
             via: self.via,
+            first_lines: self.first_lines,
             nccl_tests: self.nccl_tests.finish(),
             tuning_table,
             tuning_ranges,
