@@ -139,3 +139,16 @@ fn small_messages_from_coll_lines() {
     assert_eq!((found[0].code.as_str(), found[0].severity), ("small-messages", Severity::Info));
     assert_eq!(found[0].title, "150 of 180 collectives move 1 MiB or less");
 }
+
+/// With `--from`, the node's hardware is checked too: the ASUS box's four RDMA
+/// ports are down in its source data, and its idle GPUs run at Gen1.
+#[test]
+fn hardware_findings_join_the_log_findings() {
+    let machine = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshots/asus-esc8000a-e12.yaml");
+    let found = findings(&[log("010").to_str().unwrap(), "--from", machine.to_str().unwrap()]);
+    let codes: Vec<(&str, Severity)> = found.iter().map(|f| (f.code.as_str(), f.severity)).collect();
+    assert_eq!(
+        codes,
+        [("ib-port-down", Severity::Error), ("shm-exhausted", Severity::Error), ("pcie-downtrained", Severity::Info)]
+    );
+}

@@ -17,6 +17,7 @@ pub struct Inputs<'a> {
 pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding> {
     let inputs = Inputs { report, machine };
     let mut findings: Vec<Finding> = log_rules::RULES.iter().filter_map(|rule| rule(&inputs)).collect();
+    findings.extend(machine.map(crate::checks::hardware).unwrap_or_default());
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(&b.code)));
     findings
 }
