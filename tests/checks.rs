@@ -33,6 +33,16 @@ fn narrow(device: &mut topo_model::PciDevice) {
 #[test]
 fn healthy_node_has_no_hardware_findings() {
     assert_eq!(codes(&healthy()), []);
+    // The same with the host facts of a well-set-up live node.
+    let mut node = healthy();
+    node.host.modules = vec!["nvidia".into(), "nvidia_peermem".into(), "ib_core".into()];
+    node.host.dev_shm_bytes = Some(256 << 30);
+    node.host.memlock = Some("unlimited".into());
+    for device in &mut node.topology.pci_devices {
+        device.iommu = Some("identity".into());
+        device.acs_redirect = device.bridge.map(|_| false);
+    }
+    assert_eq!(codes(&node), []);
 }
 
 #[test]
@@ -81,6 +91,15 @@ fn each_injected_fault_raises_its_own_code() {
                 s.topology.net_interfaces.push(NetInterface { name, mtu: Some(mtu), ..NetInterface::default() });
             }
         }),
+        ("acs-redirect", Severity::Warning, |s| {
+            let gpu: BusId = "0000:a4:00.0".parse().unwrap();
+            let bridge = s.topology.pci(gpu).and_then(|d| d.parent).unwrap();
+            s.topology.pci_devices.iter_mut().find(|d| d.bus_id == bridge).unwrap().acs_redirect = Some(true);
+        }),
+        ("iommu-translated", Severity::Warning, |s| pci(s, "0000:a4:00.0").iommu = Some("DMA-FQ".into())),
+        ("gdr-not-ready", Severity::Warning, |s| s.host.modules = vec!["nvidia".into(), "ib_core".into()]),
+        ("dev-shm-small", Severity::Warning, |s| s.host.dev_shm_bytes = Some(64 << 20)),
+        ("memlock-limited", Severity::Warning, |s| s.host.memlock = Some("8388608".into())),
     ];
     for (code, severity, inject) in cases {
         let mut snapshot = healthy();

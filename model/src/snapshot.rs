@@ -40,6 +40,17 @@ pub struct HostInfo {
     pub hostname: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
+    /// Size of the `/dev/shm` tmpfs (NCCL's shared-memory segments live there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_shm_bytes: Option<u64>,
+    /// The locked-memory limit of the probing process (`unlimited` or bytes), as
+    /// `/proc/self/limits` shows it: RDMA registers buffers against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memlock: Option<String>,
+    /// Loaded kernel modules that GPU networking depends on (`nvidia`,
+    /// `nvidia_peermem`, `nv_peer_mem`, `ib_core`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<String>,
 }
 
 /// Where the topology came from.

@@ -178,6 +178,15 @@ pub struct PciDevice {
     pub link: PcieLink,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// The IOMMU group's mode (`DMA`, `DMA-FQ`: addresses translated;
+    /// `identity`: passthrough), when the kernel has an IOMMU on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iommu: Option<String>,
+    /// Bridges: whether ACS redirects peer-to-peer requests or completions up to
+    /// the root complex. Needs the extended config space, which only root can
+    /// read: `None` means not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acs_redirect: Option<bool>,
 }
 
 /// PCI class codes that matter here (24-bit: class, subclass, prog-if).

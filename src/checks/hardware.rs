@@ -23,7 +23,15 @@ pub const CHECKS: &[Check] = &[
     ib_port_down,
     ib_port_slow,
     mtu_mismatch,
+    acs_redirect,
+    iommu_translated,
+    gdr_not_ready,
+    dev_shm_small,
+    memlock_limited,
 ];
+
+/// `/dev/shm` below this is reported: Docker's 64 MiB default is the classic case.
+pub const MIN_DEV_SHM_BYTES: u64 = 1 << 30;
 
 fn evidence(at: impl Into<String>, text: String) -> Evidence {
     Evidence { at: at.into(), text }
@@ -423,6 +431,113 @@ fn mtu_mismatch(snapshot: &Snapshot) -> Option<Finding> {
             "RoCE traffic uses the smaller path MTU; a mismatch across rails or hosts splits messages into more \
              packets on some paths and can stall connections.",
             "Set one MTU on every RDMA interface and switch port (typically 9000 for RoCE, 4096 IB MTU).",
+        )
+    })
+}
+
+/// The bridges on the PCIe paths of GPUs and RDMA NICs.
+fn path_bridges(snapshot: &Snapshot) -> Vec<&topo_model::PciDevice> {
+    let topology = &snapshot.topology;
+    let mut seen = std::collections::BTreeSet::new();
+    let endpoints = topology.gpus.iter().map(|g| g.bus_id).chain(topology.nics.iter().filter_map(|n| n.bus_id));
+    endpoints.flat_map(|e| topology.ancestors(e)).filter(|d| d.bridge.is_some() && seen.insert(d.bus_id)).collect()
+}
+
+fn acs_redirect(snapshot: &Snapshot) -> Option<Finding> {
+    let items: Vec<Evidence> = path_bridges(snapshot)
+        .into_iter()
+        .filter(|d| d.acs_redirect == Some(true))
+        .map(|d| evidence(format!("config space {}", d.bus_id), "ACS P2P redirect enabled".into()))
+        .collect();
+    (!items.is_empty()).then(|| {
+        finding(
+            "acs-redirect",
+            Severity::Warning,
+            "PCIe bridges send peer-to-peer traffic up to the root complex (ACS)".into(),
+            items,
+            "With ACS redirect on, GPU-to-GPU and GPU-to-NIC transfers under one switch detour through the CPU's \
+             root complex: lower bandwidth and, for GPUDirect RDMA, often a hang or errors.",
+            "Disable ACS on the switches on bare metal (BIOS option, or `setpci` at boot as NVIDIA's GPUDirect \
+             guide shows); in VMs it is needed for passthrough and P2P stays off.",
+        )
+    })
+}
+
+fn iommu_translated(snapshot: &Snapshot) -> Option<Finding> {
+    let topology = &snapshot.topology;
+    let endpoints = topology.gpus.iter().map(|g| g.bus_id).chain(topology.nics.iter().filter_map(|n| n.bus_id));
+    let items: Vec<Evidence> = endpoints
+        .filter_map(|bus| topology.pci(bus))
+        .filter(|d| d.iommu.as_deref().is_some_and(|t| t.starts_with("DMA")))
+        .map(|d| evidence(format!("sysfs {}/iommu_group/type", d.bus_id), d.iommu.clone().unwrap_or_default()))
+        .collect();
+    (!items.is_empty()).then(|| {
+        finding(
+            "iommu-translated",
+            Severity::Warning,
+            "The IOMMU translates DMA for GPUs or NICs".into(),
+            items,
+            "Translated DMA puts every GPU and NIC transfer through IOMMU page walks; peer-to-peer and GPUDirect \
+             RDMA may be blocked or slowed.",
+            "Boot with `iommu=pt` (with `intel_iommu=on` or `amd_iommu=on` if it is needed for something else) so \
+             devices get passthrough (identity) groups.",
+        )
+    })
+}
+
+fn has_rdma(snapshot: &Snapshot) -> bool {
+    snapshot.topology.nics.iter().any(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce))
+}
+
+/// GPUDirect RDMA needs a peer-memory module (or DMA-BUF, which the probe cannot
+/// see from sysfs): only judged on a live probe of a node with GPUs, an RDMA NIC
+/// and the `nvidia` module loaded, where the module list is known.
+fn gdr_not_ready(snapshot: &Snapshot) -> Option<Finding> {
+    let modules = &snapshot.host.modules;
+    let judged = modules.iter().any(|m| m == "nvidia") && has_rdma(snapshot) && !snapshot.topology.gpus.is_empty();
+    let peer_memory = modules.iter().any(|m| m == "nvidia_peermem" || m == "nv_peer_mem");
+    (judged && !peer_memory).then(|| {
+        finding(
+            "gdr-not-ready",
+            Severity::Warning,
+            "No GPUDirect RDMA peer-memory module loaded".into(),
+            vec![evidence("sysfs module/", format!("loaded: {}", modules.join(", ")))],
+            "Without nvidia_peermem (or DMA-BUF support), NCCL stages every network transfer through host memory: \
+             a large cut in inter-node bandwidth.",
+            "`modprobe nvidia_peermem` (and load it at boot), or use a driver and kernel with DMA-BUF \
+             (open kernel modules, kernel >= 5.12) and check NCCL's log for `GDRDMA`.",
+        )
+    })
+}
+
+fn dev_shm_small(snapshot: &Snapshot) -> Option<Finding> {
+    let size = snapshot.host.dev_shm_bytes?;
+    (size < MIN_DEV_SHM_BYTES && !snapshot.topology.gpus.is_empty()).then(|| {
+        finding(
+            "dev-shm-small",
+            Severity::Warning,
+            format!("/dev/shm is {} MiB", size >> 20),
+            vec![evidence("proc/mounts", format!("/dev/shm tmpfs of {size} bytes"))],
+            "NCCL's shared-memory transport and proxies allocate segments in /dev/shm; a small one fails setup \
+             with `No space left on device` once several GPUs share the node.",
+            "Give the job a larger /dev/shm: docker --shm-size=16g or --ipc=host; Kubernetes: an emptyDir with \
+             medium: Memory at /dev/shm.",
+        )
+    })
+}
+
+fn memlock_limited(snapshot: &Snapshot) -> Option<Finding> {
+    let limit = snapshot.host.memlock.as_deref()?;
+    (limit != "unlimited" && has_rdma(snapshot)).then(|| {
+        finding(
+            "memlock-limited",
+            Severity::Warning,
+            format!("Locked-memory limit is {limit} bytes on a node with RDMA NICs"),
+            vec![evidence("proc/self/limits", format!("Max locked memory {limit}"))],
+            "RDMA registers (pins) communication buffers; a small memlock limit makes registration fail or forces \
+             NCCL to fall back.",
+            "Set `ulimit -l unlimited` for the job (limits.conf memlock, Slurm PropagateResourceLimits, \
+             docker --ulimit memlock=-1).",
         )
     })
 }

@@ -6,6 +6,7 @@
 //! root that does not exist is an error.
 
 mod files;
+mod host;
 mod net;
 mod numa;
 mod pci;
@@ -48,6 +49,9 @@ pub fn discover(root: &Path) -> Result<Discovery, SysfsError> {
     let host = HostInfo {
         hostname: files::read_optional(&tree.proc("sys/kernel/hostname"), &mut warnings),
         kernel: files::read_optional(&tree.proc("sys/kernel/osrelease"), &mut warnings),
+        dev_shm_bytes: host::dev_shm_bytes(&tree, &mut warnings),
+        memlock: host::memlock(&tree, &mut warnings),
+        modules: host::modules(&tree),
     };
     Ok(Discovery { topology, host, warnings: warnings.into_vec(root) })
 }

@@ -6,7 +6,7 @@ use topo_model::pcie::{parse_link_speed, parse_link_width};
 use topo_model::{BridgeRole, BusId, CpuSet, Gpu, NvSwitch, PciDevice, PcieLink, PcieLinkSpec, Topology};
 
 use super::Tree;
-use super::files::{Warnings, link_name, parse_hex_u16, parse_hex_u32, read_parsed};
+use super::files::{Warnings, link_name, parse_hex_u16, parse_hex_u32, read_optional, read_parsed};
 use topo_model::topology::pci_class;
 
 /// Where a PCI function sits: its physical directory, the root complex above it
@@ -160,7 +160,43 @@ fn read_device(
         local_cpus,
         link,
         driver: link_name(&dir.join("driver")),
+        iommu: read_optional(&dir.join("iommu_group/type"), warnings),
+        acs_redirect: bridge.filter(|r| *r != BridgeRole::HostBridge).and_then(|_| acs_redirect(&dir.join("config"))),
     }
+}
+
+/// Reads a bridge's ACS control register from its config space. Without root
+/// the kernel returns only the first 64 bytes, so the extended capabilities
+/// (from offset 0x100) are missing and the answer is `None`: not checked.
+fn acs_redirect(config: &Path) -> Option<bool> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(config).ok()?.take(4096).read_to_end(&mut bytes).ok()?;
+    acs_redirect_in(&bytes)
+}
+
+/// Walks the PCIe extended capability list for ACS (id 0x000d): `Some(true)`
+/// when P2P request or completion redirect (control bits 2, 3) is on.
+fn acs_redirect_in(config: &[u8]) -> Option<bool> {
+    const ACS: u16 = 0x000d;
+    let dword = |at: usize| Some(u32::from_le_bytes(config.get(at..at + 4)?.try_into().ok()?));
+    let mut offset = 0x100;
+    // A well-formed list is short; the bound stops a looping one.
+    for _ in 0..64 {
+        let header = dword(offset)?;
+        if header == 0 || header == u32::MAX {
+            return Some(false);
+        }
+        if header as u16 == ACS {
+            let control = u16::from_le_bytes(config.get(offset + 6..offset + 8)?.try_into().ok()?);
+            return Some(control & 0b1100 != 0);
+        }
+        offset = (header >> 20) as usize & 0xffc;
+        if offset < 0x100 {
+            return Some(false);
+        }
+    }
+    None
 }
 
 /// Infers a bridge's role from its position: sysfs paths alternate root port,
@@ -178,4 +214,32 @@ fn bridge_role(class: u32, parent: Option<BusId>, parent_role: Option<BridgeRole
         (Some(_), Some(BridgeRole::SwitchUpstream)) => BridgeRole::SwitchDownstream,
         _ => BridgeRole::SwitchUpstream,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 4 KiB config space with AER at 0x100 pointing to ACS at 0x148.
+    fn config(acs_control: u16) -> Vec<u8> {
+        let mut bytes = vec![0u8; 4096];
+        bytes[0x100..0x104].copy_from_slice(&(0x0001u32 | 1 << 16 | 0x148 << 20).to_le_bytes());
+        bytes[0x148..0x14c].copy_from_slice(&(0x000du32 | 1 << 16).to_le_bytes());
+        bytes[0x14e..0x150].copy_from_slice(&acs_control.to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn acs_redirect_from_config_space() {
+        assert_eq!(acs_redirect_in(&config(0b0000_0001)), Some(false)); // source validation only
+        assert_eq!(acs_redirect_in(&config(0b0001_1101)), Some(true)); // request + completion redirect
+        assert_eq!(acs_redirect_in(&config(0b0000_1000)), Some(true));
+        // What a non-root read returns: 64 bytes, no extended space.
+        assert_eq!(acs_redirect_in(&config(0b1100)[..64]), None);
+        // No capabilities, and a list that loops on itself.
+        assert_eq!(acs_redirect_in(&vec![0u8; 4096]), Some(false));
+        let mut looping = vec![0u8; 4096];
+        looping[0x100..0x104].copy_from_slice(&(0x0001u32 | 0x100 << 20).to_le_bytes());
+        assert_eq!(acs_redirect_in(&looping), None);
+    }
 }
