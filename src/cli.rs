@@ -28,11 +28,46 @@ enum Command {
     Nccl(NcclArgs),
     /// Find what makes an NCCL job slow or broken: log facts, checked against the node's hardware.
     Diagnose(DiagnoseArgs),
+    /// Pass/fail this node before it takes a training job (exit 0 pass, 1 fail, 2 could not run).
+    Preflight(PreflightArgs),
     /// List the bundled example machines.
     Examples,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PreflightFormat {
+    Plain,
+    Json,
+    Yaml,
+    /// JUnit XML, one test case per check, for CI systems.
+    Junit,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ProbeLevel {
+    None,
+    Quick,
+    Full,
+}
+
+#[derive(Args)]
+struct PreflightArgs {
+    #[command(flatten)]
+    origin: OriginArgs,
+    /// Expectations (YAML) the node must meet; see docs/preflight.md.
+    #[arg(long, value_name = "FILE")]
+    expect: Option<PathBuf>,
+    /// Write this node's facts as expectations for its siblings, then check against them.
+    #[arg(long, value_name = "FILE", conflicts_with = "expect")]
+    write_expect: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "plain")]
+    format: PreflightFormat,
+    /// Live bandwidth checks (they arrive with `topo probe`).
+    #[arg(long, value_enum, default_value = "none")]
+    probe: ProbeLevel,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum FailOn {
     Info,
     Warning,
@@ -155,6 +190,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Snapshot(args) => snapshot(args),
         Command::Nccl(args) => nccl(args),
         Command::Diagnose(args) => diagnose(args),
+        Command::Preflight(args) => preflight(args),
         Command::Examples => {
             let mut text = String::new();
             for example in crate::examples::EXAMPLES {
@@ -267,4 +303,34 @@ fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
+    if args.probe != ProbeLevel::None {
+        anyhow::bail!(
+            "--probe quick|full needs the live probes of `topo probe`, which this build does not have yet; use --probe none"
+        );
+    }
+    let snapshot = args.origin.load()?;
+    report_notices(&snapshot);
+    let expectations = match (&args.expect, &args.write_expect) {
+        (Some(path), _) => crate::preflight::expect::Expectations::load(path)?,
+        (None, Some(path)) => {
+            let findings = crate::checks::hardware(&snapshot);
+            let written = crate::preflight::expect::Expectations::from_node(&snapshot, &findings);
+            let text = topo_model::snapshot::to_yaml_string(&written);
+            std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))?;
+            written
+        }
+        (None, None) => Default::default(),
+    };
+    let report = crate::preflight::run(&snapshot, &expectations);
+    let text = match args.format {
+        PreflightFormat::Plain => crate::preflight::render::plain(&report),
+        PreflightFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        PreflightFormat::Yaml => format!("# {}\n{}", report.verdict, topo_model::snapshot::to_yaml_string(&report)),
+        PreflightFormat::Junit => crate::preflight::render::junit(&report),
+    };
+    output::print(&text)?;
+    Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }

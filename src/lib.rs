@@ -10,5 +10,6 @@ pub mod cli;
 pub mod diagnose;
 pub mod examples;
 pub mod output;
+pub mod preflight;
 pub mod sources;
 pub mod views;

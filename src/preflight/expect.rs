@@ -1,0 +1,161 @@
+//! The expectations file: what a node of this kind must have. Written by hand
+//! or by `topo preflight --write-expect` on a known-good node, then checked on
+//! every node before it takes work.
+
+use serde::{Deserialize, Serialize};
+use topo_model::{Finding, NicKind, Severity, Snapshot};
+
+/// Every field is optional: an absent one is not checked against a number
+/// (the node's own consistency is still checked).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expectations {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<GpuExpectation>,
+    /// Active NVLinks on every GPU (H100 SXM: 18; H100 NVL: 12 by design).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvlinks_per_gpu: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nvswitches: Option<u32>,
+    /// Capability of every GPU's PCIe link, and the width it must train to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_pcie: Option<LinkExpectation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_pcie: Option<LinkExpectation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<RdmaExpectation>,
+    /// Lowest driver and CUDA driver versions (`550.54.15`, `12.4`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_min: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_min: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_shm_min_gib: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memlock_unlimited: Option<bool>,
+    /// Finding codes that are not faults on this kind of node (`gpu-nic-numa`
+    /// on a one-NIC box; `ib-port-down` for a port left unused by design).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuExpectation {
+    pub count: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkExpectation {
+    pub generation: u8,
+    pub width: u8,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RdmaExpectation {
+    /// RDMA NICs (InfiniBand or RoCE functions).
+    pub count: u32,
+    /// Per active port, Gb/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExpectationsError {
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Malformed { path: String, message: String },
+}
+
+impl Expectations {
+    pub fn load(path: &std::path::Path) -> Result<Expectations, ExpectationsError> {
+        let name = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ExpectationsError::Io { path: name.clone(), source })?;
+        serde_yaml::from_str(&text).map_err(|e| ExpectationsError::Malformed { path: name, message: e.to_string() })
+    }
+
+    /// What a known-good node has, as expectations for its siblings. Findings
+    /// it already has at warning or above become allowed exceptions.
+    pub fn from_node(snapshot: &Snapshot, findings: &[Finding]) -> Expectations {
+        let topology = &snapshot.topology;
+        let uniform = |values: Vec<Option<String>>| {
+            let first = values.first().cloned().flatten();
+            values.iter().all(|v| *v == first).then_some(first).flatten()
+        };
+        let gpus = (!topology.gpus.is_empty()).then(|| GpuExpectation {
+            count: topology.gpus.len() as u32,
+            model: uniform(topology.gpus.iter().map(|g| g.name.clone()).collect()),
+        });
+        let nvml = snapshot.nvml.as_ref();
+        let nvlinks_per_gpu = nvml.and_then(|n| {
+            let counts: Vec<u32> = n
+                .answered()
+                .map(|(_, d)| d.nvlinks.iter().filter(|l| l.active.ok() == Some(&true)).count() as u32)
+                .collect();
+            counts.iter().min().copied().filter(|min| *min > 0)
+        });
+        let link_of = |buses: Vec<topo_model::BusId>| {
+            let links: Vec<LinkExpectation> = buses
+                .iter()
+                .filter_map(|b| topology.pci(*b))
+                .filter_map(|d| Some(LinkExpectation { generation: d.link.max.generation?, width: d.link.max.width? }))
+                .collect();
+            links.first().copied().filter(|first| links.iter().all(|l| l == first))
+        };
+        let rdma_nics: Vec<&topo_model::Nic> =
+            topology.nics.iter().filter(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce)).collect();
+        let rates: Vec<f64> =
+            rdma_nics.iter().flat_map(|n| &n.ports).filter(|p| p.is_active()).filter_map(|p| p.rate_gbps).collect();
+        let mtus: Vec<u32> = rdma_nics
+            .iter()
+            .flat_map(|n| &n.netdevs)
+            .filter_map(|d| topology.net_interfaces.iter().find(|i| &i.name == d)?.mtu)
+            .collect();
+        let mut allow: Vec<String> =
+            findings.iter().filter(|f| f.severity >= Severity::Warning).map(|f| f.code.clone()).collect();
+        allow.dedup();
+        Expectations {
+            gpus,
+            nvlinks_per_gpu,
+            nvswitches: (!topology.nvswitches.is_empty()).then_some(topology.nvswitches.len() as u32),
+            gpu_pcie: link_of(topology.gpus.iter().map(|g| g.bus_id).collect()),
+            nic_pcie: link_of(rdma_nics.iter().filter_map(|n| n.bus_id).collect()),
+            rdma: (!rdma_nics.is_empty()).then(|| RdmaExpectation {
+                count: rdma_nics.len() as u32,
+                rate_gbps: rates.iter().copied().reduce(f64::min),
+                mtu: mtus.iter().copied().min(),
+            }),
+            driver_min: nvml.and_then(|n| n.driver_version.ok().cloned()),
+            cuda_min: nvml.and_then(|n| n.cuda_version().ok().cloned()),
+            dev_shm_min_gib: snapshot.host.dev_shm_bytes.map(|b| ((b >> 30) as f64).max(1.0).min(16.0)),
+            memlock_unlimited: snapshot.host.memlock.as_deref().map(|m| m == "unlimited"),
+            allow,
+        }
+    }
+}
+
+/// Compares dotted versions numerically (`550.54.15` < `550.120.1`).
+pub fn version_at_least(found: &str, minimum: &str) -> bool {
+    let parts = |v: &str| v.split('.').map(|p| p.parse::<u64>().unwrap_or(0)).collect::<Vec<_>>();
+    parts(found) >= parts(minimum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert!(version_at_least("550.120.1", "550.54.15"));
+        assert!(!version_at_least("535.183.01", "550.54.15"));
+        assert!(version_at_least("12.4", "12.4") && !version_at_least("12.2", "12.4"));
+    }
+}
