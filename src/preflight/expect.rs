@@ -135,7 +135,12 @@ impl Expectations {
             }),
             driver_min: nvml.and_then(|n| n.driver_version.ok().cloned()),
             cuda_min: nvml.and_then(|n| n.cuda_version().ok().cloned()),
-            dev_shm_min_gib: snapshot.host.dev_shm_bytes.map(|b| ((b >> 30) as f64).max(1.0).min(16.0)),
+            // What the node has (to a tenth of a GiB, below), capped at 16 GiB:
+            // siblings need enough, not the same RAM.
+            dev_shm_min_gib: snapshot
+                .host
+                .dev_shm_bytes
+                .map(|b| ((b as f64 / (1u64 << 30) as f64 * 10.0).floor() / 10.0).min(16.0)),
             memlock_unlimited: snapshot.host.memlock.as_deref().map(|m| m == "unlimited"),
             allow,
         }
