@@ -80,9 +80,13 @@ struct DiagnoseArgs {
     /// NCCL_DEBUG=INFO logs (files, .gz, directories, `-` for stdin), as for `topo nccl`.
     #[arg(required = true, value_name = "LOG")]
     inputs: Vec<PathBuf>,
-    /// A snapshot or NCCL topology XML of the node the job ran on.
+    /// A snapshot or NCCL topology XML of the node the job ran on. Without it, on a
+    /// GPU node that appears in the log, this machine is probed.
     #[arg(long, value_name = "FILE")]
     from: Option<PathBuf>,
+    /// Judge the log alone: do not probe this machine.
+    #[arg(long, conflicts_with = "from")]
+    log_only: bool,
     #[arg(long, value_enum, default_value = "plain")]
     format: ReportFormat,
     /// Exit 1 when a finding is at least this severe.
@@ -274,8 +278,11 @@ fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
-    let machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
+    let mut machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
     let mut report = sources::nccl_report(&args.inputs);
+    if machine.is_none() && !args.log_only {
+        machine = this_gpu_node_in(&report);
+    }
     if let Some(snapshot) = &machine {
         report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
     }
@@ -333,4 +340,14 @@ fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
     };
     output::print(&text)?;
     Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// This machine, when it is a GPU node (NVML answers) and the log is from it
+/// (its hostname among the log's hosts, or a log that names none).
+fn this_gpu_node_in(report: &topo_model::nccl::NcclReport) -> Option<Snapshot> {
+    let snapshot = sources::load(Origin::Sysfs { root: Path::new("/"), nvml: true }).ok()?;
+    let has_gpus = snapshot.nvml.as_ref().is_some_and(|n| n.answered().next().is_some());
+    let host = snapshot.host.hostname.as_deref()?;
+    let in_log = report.hosts.is_empty() || report.hosts.iter().any(|h| h == host || h.split('.').next() == Some(host));
+    (has_gpus && in_log).then_some(snapshot)
 }

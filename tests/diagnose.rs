@@ -22,18 +22,25 @@ fn findings(args: &[&str]) -> Vec<Finding> {
 }
 
 /// The codes each real log should raise (logs not listed raise none). What
-/// each rests on, from the log itself: 004 `via NET/Socket` on 64 AWS ranks;
-/// 010/011 `/dev/shm ... No space left on device`; 013/038 `via SHM`; 020
-/// `NET/OFI Couldn't open AV`; 031 bootstrap on `lo`; 043/044
+/// each rests on, from the log itself: 001/002 `GPU Direct RDMA Disabled` on a
+/// one-node job (info); 004 `via NET/Socket` on 64 AWS ranks; 010/011 `/dev/shm
+/// ... No space left on device`; 013/038 `via SHM`; 016 PyTorch's watchdog
+/// timeouts; 020 `NET/OFI Couldn't open AV`; 026 `via NET/IBext_v8/N` without
+/// GDRDMA on a multi-node job; 031 bootstrap on `lo`; 043/044
 /// `NCCL_COLLNET_ENABLE=1`; 049 `NET/IB : No device found`, sockets over a
 /// `CloudflareWARP` VPN device; 050 `NCCL_IB_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`;
-/// 052 `NCCL_P2P_LEVEL=LOC`, `via SHM/direct`, `Using network Socket`.
+/// 052 `NCCL_P2P_LEVEL=LOC`, `via SHM/direct`, `Using network Socket`. 005 is
+/// GDRDMA on receives only, NCCL 2.4's default: not a finding.
 const EXPECTED: &[(&str, &[&str])] = &[
+    ("001", &["gdr-disabled"]),
+    ("002", &["gdr-disabled"]),
     ("004", &["net-socket-fallback"]),
     ("010", &["shm-exhausted"]),
     ("011", &["shm-exhausted"]),
     ("013", &["p2p-not-used"]),
+    ("016", &["collective-timeout"]),
     ("020", &["net-error"]),
+    ("026", &["gdr-disabled"]),
     ("031", &["bootstrap-interface"]),
     ("038", &["p2p-not-used"]),
     ("043", &["env-override"]),
@@ -108,7 +115,9 @@ fn fail_on_sets_the_exit_code() {
     topo().arg("diagnose").arg(&shm).args(["--fail-on", "error"]).assert().code(1);
     topo().arg("diagnose").arg(log("031")).args(["--fail-on", "error"]).assert().code(0);
     topo().arg("diagnose").arg(log("031")).args(["--fail-on", "warning"]).assert().code(1);
-    topo().arg("diagnose").arg(log("001")).args(["--fail-on", "info"]).assert().code(0);
+    topo().arg("diagnose").arg(log("001")).args(["--fail-on", "warning"]).assert().code(0);
+    topo().arg("diagnose").arg(log("001")).args(["--fail-on", "info"]).assert().code(1);
+    topo().arg("diagnose").arg(log("007")).args(["--fail-on", "info"]).assert().code(0);
     topo().args(["diagnose", "/nonexistent.log"]).assert().code(2);
 }
 
@@ -151,4 +160,124 @@ fn hardware_findings_join_the_log_findings() {
         codes,
         [("ib-port-down", Severity::Error), ("shm-exhausted", Severity::Error), ("pcie-downtrained", Severity::Info)]
     );
+}
+
+/// Runs diagnose on `text` written to a file in `dir`.
+fn findings_of_text(dir: &std::path::Path, name: &str, text: &str, extra: &[&str]) -> Vec<Finding> {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    let mut args = vec![path.to_str().unwrap().to_string()];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    findings(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+fn real(prefix: &str) -> String {
+    std::fs::read_to_string(log(prefix)).unwrap()
+}
+
+#[test]
+fn collective_timeout_names_each_rank_and_its_last_work() {
+    let found = findings(&[log("016").to_str().unwrap()]);
+    let timeout = &found[0];
+    assert_eq!((timeout.code.as_str(), timeout.severity), ("collective-timeout", Severity::Error));
+    let texts: Vec<&str> = timeout.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "rank 1: ALLREDUCE #808 ran 600020 ms of its 600000 ms limit; last completed work 807",
+            "rank 0: ALLREDUCE #808 ran 600030 ms of its 600000 ms limit; last completed work 807",
+            "rank 2: ALLREDUCE #808 ran 600061 ms of its 600000 ms limit",
+        ]
+    );
+}
+
+/// Labelled edits of the real 4-node log 044: one host's version line changed
+/// (rank-mismatch), ring 0 reordered to leave and re-enter nodes (ring-suboptimal),
+/// a channel cap and a cuMem fallback line added in 044's own prefix format.
+#[test]
+fn mismatch_rings_channels_and_cumem_on_edited_real_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = real("044");
+    let codes = |found: Vec<Finding>| found.into_iter().map(|f| f.code).collect::<Vec<_>>();
+
+    let versions = original.replacen(
+        "gpu41:3928:3928 [0] NCCL INFO NCCL version 2.23.4+cuda12.4",
+        "gpu41:3928:3928 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        1,
+    );
+    let found = findings_of_text(dir.path(), "versions.log", &versions, &[]);
+    let mismatch = found.iter().find(|f| f.code == "rank-mismatch").unwrap();
+    assert_eq!(mismatch.evidence[0].text, "versions in one job: 2.21.5+cuda12.4, 2.23.4+cuda12.4");
+
+    let rings = original.replace("Channel 00/03 : 0 1 2 3 4 5 6 7", "Channel 00/03 : 0 2 1 3 4 6 5 7");
+    let found = findings_of_text(dir.path(), "rings.log", &rings, &[]);
+    let ring = found.iter().find(|f| f.code == "ring-suboptimal").unwrap();
+    assert_eq!(ring.evidence[0].text, "comm 0x70fba02a8d314739 ring 00 crosses nodes 8 times for 4 nodes");
+
+    let capped = original.replacen(
+        "gpu34:34088:34088 [0] NCCL INFO NCCL version 2.23.4+cuda12.4\n",
+        "gpu34:34088:34088 [0] NCCL INFO NCCL version 2.23.4+cuda12.4\n\
+         gpu34:34088:34088 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 2.\n\
+         gpu34:34088:34088 [0] NCCL INFO cuMem host allocations do not appear to be working; falling back to a /dev/shm/ based implementation. This could be due to the container runtime disabling NUMA support. To disable this warning, set NCCL_CUMEM_HOST_ENABLE=0\n",
+        1,
+    );
+    let found = codes(findings_of_text(dir.path(), "capped.log", &capped, &[]));
+    for code in ["few-channels", "cumem-fallback", "env-override", "rank-mismatch"] {
+        assert!(found.contains(&code.to_string()), "{code}: {found:?}");
+    }
+}
+
+/// Labelled hand-made log on the recorded NVLink-bridge pair: the two GPUs talk
+/// through SHM although NVLink joins them.
+#[test]
+fn shm_hop_between_nvlinked_gpus_is_suboptimal() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nvml/mleng-2gpu-nv2.yaml"),
+    )
+    .unwrap();
+    let recording: topo_model::NvmlRecording = serde_yaml::from_str(&text).unwrap();
+    let source = topo_model::Source::Example { name: "nv2".into() };
+    let mut snapshot = topo_model::Snapshot::new(source, Default::default(), Default::default(), Vec::new());
+    topo::sources::attach_nvml(&mut snapshot, Ok(recording));
+    let machine = dir.path().join("node.yaml");
+    std::fs::write(&machine, snapshot.to_yaml()).unwrap();
+    let log = "box:100:100 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1a000 commId 0x42 - Init START
+box:101:101 [1] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 68000 commId 0x42 - Init START
+box:100:100 [0] NCCL INFO Channel 00/02 : 0 1
+box:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct
+box:101:101 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via SHM/direct/direct
+";
+    let found = findings_of_text(dir.path(), "pair.log", log, &["--from", machine.to_str().unwrap()]);
+    let ring = found.iter().find(|f| f.code == "ring-suboptimal").unwrap_or_else(|| panic!("{found:#?}"));
+    assert_eq!(
+        ring.evidence[0].text,
+        "comm 0x42 channel 00: 0 -> 1 via SHM/direct/direct although the GPUs are joined by NV2"
+    );
+}
+
+/// Without `--from`, on a GPU node named in the log (016 names no host), this
+/// machine is probed: the stand-in NVML library's lost GPU joins the findings.
+#[test]
+fn probes_this_gpu_node_when_no_snapshot_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let library = dir.path().join("libnvidia-ml.so.1");
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("probes/tests/fake-nvml/fake_nvml.c");
+    let built = std::process::Command::new("cc").args(["-shared", "-fPIC", "-o"]).arg(&library).arg(&source).status();
+    assert!(built.expect("a C compiler (`cc`)").success());
+    let run = |extra: &[&str]| {
+        let output = Command::cargo_bin("topo")
+            .unwrap()
+            .arg("diagnose")
+            .arg(log("016"))
+            .args(extra)
+            .args(["--format", "json"])
+            .env("TOPO_NVML_LIBRARY", &library)
+            .output()
+            .unwrap();
+        let found: Vec<Finding> = serde_json::from_slice(&output.stdout).unwrap();
+        found.into_iter().map(|f| f.code).collect::<Vec<_>>()
+    };
+    assert!(run(&[]).contains(&"gpu-lost".to_string()));
+    assert_eq!(run(&["--log-only"]), ["collective-timeout"]);
 }

@@ -38,6 +38,10 @@ pub struct NcclReport {
     /// The last collective each (host, pid, communicator) issued: after a hang,
     /// the one behind the others is the one that stopped.
     pub progress: Vec<RankProgress>,
+    /// Collectives a framework's watchdog timed out (PyTorch `ProcessGroupNCCL`), one
+    /// per rank and sequence number.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeouts: Vec<CollectiveTimeout>,
     /// Algorithm/protocol choices from TUNING lines, per collective.
     pub tuning: Vec<TuningChoice>,
     /// The latency/bandwidth table NCCL prints at init (rank 0), per collective,
@@ -54,7 +58,7 @@ pub struct NcclReport {
     pub nccl_tests: Vec<NcclTestsRun>,
     /// The first line behind each fact `topo diagnose` cites as evidence, keyed
     /// `via/<transport>`, `network/<name>`, `env/<NAME>=<value>`,
-    /// `bootstrap/<interface>` and `net-ib-not-found`.
+    /// `bootstrap/<interface>`, `gdr/<hca>`, `net-ib-not-found` and `cumem-fallback`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub first_lines: BTreeMap<String, LineRef>,
     /// Lines read, lines holding an NCCL marker or message, and lines nothing was
@@ -62,6 +66,25 @@ pub struct NcclReport {
     pub lines: u64,
     pub nccl_lines: u64,
     pub unparsed_lines: u64,
+}
+
+/// One watchdog timeout: which rank, which collective (`ALLREDUCE`, sequence
+/// number), how long it ran against its limit, and the last work that rank completed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectiveTimeout {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    pub op: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_completed: Option<u64>,
+    pub file: String,
+    pub line: u64,
 }
 
 /// Where a fact was first seen, and the NCCL message of that line.

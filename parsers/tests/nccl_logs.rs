@@ -242,3 +242,28 @@ fn the_init_tuning_table_predicts_the_logged_choices() {
         assert!(checked >= 6, "{file}: {checked} TUNING lines checked");
     }
 }
+
+/// PyTorch's watchdog lines (log 016 has no NCCL line at all): every rank's
+/// timeout, with the work it last completed from the progress line after it.
+#[test]
+fn watchdog_timeouts_from_the_framework() {
+    let report = parse("016-pytorch-watchdog-timeout-allreduce-no-nccl-lines.log");
+    let seen: Vec<String> = report
+        .timeouts
+        .iter()
+        .map(|t| {
+            format!(
+                "{:?} {:?} {} {:?} {:?} {:?} {}",
+                t.rank, t.seq, t.op, t.timeout_ms, t.ran_ms, t.last_completed, t.line
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "Some(1) Some(808) ALLREDUCE Some(600000) Some(600020) Some(807) 1",
+            "Some(0) Some(808) ALLREDUCE Some(600000) Some(600030) Some(807) 3",
+            "Some(2) Some(808) ALLREDUCE Some(600000) Some(600061) None 5",
+        ]
+    );
+}

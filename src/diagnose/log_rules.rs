@@ -1,15 +1,30 @@
 //! Rules that read the NCCL report, with the snapshot where it sharpens the
 //! verdict (a socket fallback on a node that has InfiniBand is an error, not a choice).
 
-use topo_model::nccl::{NcclReport, TransportKind, Warning};
-use topo_model::{Evidence, Finding, NicKind, Severity};
+use std::collections::{BTreeMap, BTreeSet};
+
+use topo_model::nccl::{Communicator, NcclReport, TransportKind, Warning};
+use topo_model::{Evidence, Finding, NcclClass, NicKind, Severity, Snapshot};
 
 use super::Inputs;
 
 type Rule = fn(&Inputs) -> Option<Finding>;
 
-pub const RULES: &[Rule] =
-    &[net_socket_fallback, shm_exhausted, p2p_not_used, env_override, bootstrap_interface, net_error, small_messages];
+pub const RULES: &[Rule] = &[
+    net_socket_fallback,
+    gdr_disabled,
+    shm_exhausted,
+    p2p_not_used,
+    env_override,
+    rank_mismatch,
+    ring_suboptimal,
+    few_channels,
+    cumem_fallback,
+    bootstrap_interface,
+    net_error,
+    collective_timeout,
+    small_messages,
+];
 
 /// At most this many pieces of evidence per finding; the count says how many more.
 const MAX_EVIDENCE: usize = 8;
@@ -240,6 +255,12 @@ fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
             .filter(|d| unsuitable_interface(d))
             .map(|d| fact("network", format!("NET/Socket device {d}"))),
     );
+    let mut names: Vec<&str> = network.bootstrap.iter().map(|i| i.split(':').next().unwrap_or(i)).collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.len() > 1 && inputs.report.hosts.len() > 1 {
+        evidence.push(fact("bootstrap", format!("interface names differ between hosts: {}", names.join(", "))));
+    }
     (!evidence.is_empty()).then(|| {
         finding(
             "bootstrap-interface",
@@ -312,5 +333,288 @@ fn small_messages(inputs: &Inputs) -> Option<Finding> {
          far below their bandwidth.",
         "Bucket gradients into larger all-reduces (DDP bucket_cap_mb, FSDP/ZeRO bucket sizes), overlap \
          communication with compute, or use CUDA graphs to cut launch overhead.",
+    ))
+}
+
+fn rdma_nics(machine: &Snapshot) -> Vec<&topo_model::Nic> {
+    machine.topology.nics.iter().filter(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce)).collect()
+}
+
+/// GPUDirect RDMA off: an HCA NCCL says has it disabled, or InfiniBand hops
+/// without `/GDRDMA`. An error when the snapshot shows a GPU and an RDMA NIC
+/// under one PCIe switch, where GDR should work.
+fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    // NET/Socket prints the same "Disabled" line for its interfaces: not a GDR fault.
+    let socket_device =
+        |hca: &str| report.first_lines.get(&format!("gdr/{hca}")).is_some_and(|l| l.text.starts_with("NET/Socket"));
+    let mut evidence: Vec<Evidence> = report
+        .network
+        .gdr_by_hca
+        .iter()
+        .filter(|(hca, enabled)| !**enabled && !socket_device(hca))
+        .map(|(hca, _)| {
+            first_line(report, &format!("gdr/{hca}"), format!("GPU Direct RDMA Disabled for HCA '{hca}'"), "")
+        })
+        .collect();
+    let ib_hops = via_of(report, TransportKind::NetIb);
+    // GDRDMA on receives only is GDR read left off (the default before 2.12), not GDR missing.
+    if !ib_hops.iter().any(|e| e.text.contains("GDRDMA")) {
+        evidence.extend(ib_hops.iter().cloned());
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    // A job that used no network loses nothing to it; the node's state is still worth knowing.
+    let used_network = report.via.keys().any(|v| v.starts_with("NET/"));
+    let near = inputs.machine.and_then(|m| {
+        let topology = &m.topology;
+        topology.gpus.iter().find_map(|g| {
+            rdma_nics(m).into_iter().find_map(|n| {
+                let class = topology.pcie_path(g.bus_id, n.bus_id?).nccl;
+                matches!(class, NcclClass::Pix | NcclClass::Pxb)
+                    .then(|| format!("{} and {} share a PCIe switch ({class:?})", g.bus_id, n.name))
+            })
+        })
+    });
+    let severity = match (used_network, near.is_some()) {
+        (false, _) => Severity::Info,
+        (true, true) => Severity::Error,
+        (true, false) => Severity::Warning,
+    };
+    if let Some(pair) = near {
+        evidence.push(fact("snapshot", pair));
+    }
+    let title = if used_network {
+        "GPUDirect RDMA is not used for network traffic"
+    } else {
+        "GPUDirect RDMA is disabled on this node's HCAs (this job used no network)"
+    };
+    Some(finding(
+        "gdr-disabled",
+        severity,
+        title.into(),
+        evidence,
+        "Without GDR the NIC reads and writes GPU memory through a bounce buffer in host memory: an extra copy per \
+         message and a PCIe round trip through the CPU, capping inter-node bandwidth.",
+        "Load nvidia_peermem (or use DMA-BUF with the open kernel modules), check NCCL_NET_GDR_LEVEL is not \
+         limiting it, and that GPU and NIC sit under the same PCIe switch.",
+    ))
+}
+
+/// Ranks that should agree but do not: NCCL versions, or environment overrides
+/// set on some hosts only or with different values.
+fn rank_mismatch(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = Vec::new();
+    if report.nccl_versions.len() > 1 {
+        evidence.push(fact("NCCL version lines", format!("versions in one job: {}", report.nccl_versions.join(", "))));
+    }
+    let mut by_name: BTreeMap<&str, Vec<&topo_model::nccl::EnvOverride>> = BTreeMap::new();
+    for e in &report.env_overrides {
+        by_name.entry(e.name.as_str()).or_default().push(e);
+    }
+    let hosts: BTreeSet<&str> = report.hosts.iter().map(String::as_str).collect();
+    for (name, settings) in by_name {
+        let covered: BTreeSet<&str> = settings.iter().flat_map(|e| e.hosts.iter().map(String::as_str)).collect();
+        let values: Vec<String> =
+            settings.iter().map(|e| format!("{}={} on {}", name, e.value, e.hosts.join(","))).collect();
+        if settings.len() > 1 {
+            evidence.push(fact("environment", format!("different values: {}", values.join("; "))));
+        } else if hosts.len() > 1 && !covered.is_empty() && covered.len() < hosts.len() {
+            let missing: Vec<&str> = hosts.difference(&covered).copied().collect();
+            evidence.push(fact("environment", format!("{} only; not on {}", values.join("; "), missing.join(", "))));
+        }
+    }
+    (!evidence.is_empty()).then(|| {
+        finding(
+            "rank-mismatch",
+            Severity::Warning,
+            "Ranks of one job run with different NCCL versions or settings".into(),
+            evidence,
+            "Ranks that disagree on protocol, channel counts or transports build mismatched connections: hangs, \
+             `receiving X bytes instead of Y`, or one slow rank.",
+            "Run every rank from the same image with the same environment (and /etc/nccl.conf); set per-job \
+             variables in the launcher, not per host.",
+        )
+    })
+}
+
+/// Host of each rank in a communicator, where the log says.
+fn rank_hosts(comm: &Communicator) -> BTreeMap<u32, &str> {
+    comm.ranks.iter().filter_map(|r| Some((r.rank, r.host.as_deref()?))).collect()
+}
+
+/// Rings that leave a node more often than needed (a ring over N nodes must
+/// cross N times), and same-node hops through SHM or the network where the
+/// GPUs have NVLink (with `--from`).
+fn ring_suboptimal(inputs: &Inputs) -> Option<Finding> {
+    let mut evidence = Vec::new();
+    for comm in &inputs.report.communicators {
+        let hosts = rank_hosts(comm);
+        let nodes: BTreeSet<&str> = hosts.values().copied().collect();
+        if nodes.len() > 1 {
+            for ring in &comm.rings {
+                let known = ring.order.iter().all(|r| hosts.contains_key(r));
+                let crossings = (0..ring.order.len())
+                    .filter(|&i| hosts.get(&ring.order[i]) != hosts.get(&ring.order[(i + 1) % ring.order.len()]))
+                    .count();
+                if known && crossings > nodes.len() {
+                    let text = format!(
+                        "comm {} ring {:02} crosses nodes {crossings} times for {} nodes",
+                        comm.id,
+                        ring.channel,
+                        nodes.len()
+                    );
+                    evidence.push(fact("rings", text));
+                }
+            }
+        }
+        for connection in &comm.connections {
+            let nvlink = connection.hardware.as_ref().is_some_and(|h| h.smi.starts_with("NV"));
+            let slow =
+                matches!(connection.transport, TransportKind::Shm | TransportKind::NetIb | TransportKind::NetSocket);
+            if nvlink && slow && connection.cross_node != Some(true) {
+                let hw = connection.hardware.as_ref().map_or(String::new(), |h| h.smi.clone());
+                let text = format!(
+                    "comm {} channel {:02}: {} -> {} via {} although the GPUs are joined by {hw}",
+                    comm.id,
+                    connection.channel,
+                    connection.from,
+                    connection.to.map_or("?".into(), |t| t.to_string()),
+                    connection.detail
+                );
+                evidence.push(fact("connections", text));
+            }
+        }
+    }
+    (!evidence.is_empty()).then(|| {
+        finding(
+            "ring-suboptimal",
+            Severity::Warning,
+            "Rings take slower paths than the hardware offers".into(),
+            evidence,
+            "Every extra node crossing puts the ring's traffic on the network (tens of GB/s) instead of NVLink \
+             (hundreds); a same-node hop through SHM or the NIC where NVLink exists wastes the fastest link.",
+            "Check rank placement (ranks of a node contiguous: srun --distribution=block), that the GPUs can use \
+             P2P (no NCCL_P2P_DISABLE / P2P_LEVEL), and that NCCL sees the real topology (NCCL_TOPO_FILE in VMs).",
+        )
+    })
+}
+
+/// Channel counts below what the hardware can feed.
+fn few_channels(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence: Vec<Evidence> = report
+        .env_overrides
+        .iter()
+        .filter(|e| e.name == "NCCL_MAX_NCHANNELS" && e.value.parse::<u32>().is_ok_and(|n| n < 8))
+        .map(|e| first_line(report, &format!("env/{}={}", e.name, e.value), format!("{}={}", e.name, e.value), ""))
+        .collect();
+    if let Some(machine) = inputs.machine {
+        let nics = rdma_nics(machine).len() as u32;
+        let nvlinked = !machine.topology.nvlinks.is_empty();
+        for comm in &report.communicators {
+            let Some(channels) = &comm.channels else { continue };
+            let multi_node = comm.nnodes.is_some_and(|n| n > 1);
+            let wanted = match (multi_node, nvlinked) {
+                (true, _) if nics > 0 => 2 * nics,
+                (false, true) => 8,
+                _ => continue,
+            };
+            if channels.coll < wanted {
+                let why = if multi_node { format!("{nics} RDMA NICs") } else { "NVLink between the GPUs".into() };
+                let text =
+                    format!("comm {}: {} coll channels for {why} (at least {wanted} expected)", comm.id, channels.coll);
+                evidence.push(fact("channels", text));
+            }
+        }
+    }
+    (!evidence.is_empty()).then(|| {
+        finding(
+            "few-channels",
+            Severity::Warning,
+            "Too few NCCL channels for the hardware".into(),
+            evidence,
+            "Each channel drives one SM's worth of copies over its path; too few cannot fill NVLink or every NIC \
+             (NCCL uses two per NIC across nodes).",
+            "Remove NCCL_MAX_NCHANNELS / low NCCL_MIN_NCHANNELS; if CollNet or the NICs limit it, check every NIC \
+             is in use (NCCL_IB_HCA).",
+        )
+    })
+}
+
+fn cumem_fallback(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence: Vec<Evidence> =
+        warnings_matching(report, &["cuMem host allocations do not appear to be working"])
+            .into_iter()
+            .map(warning_evidence)
+            .collect();
+    if report.first_lines.contains_key("cumem-fallback") {
+        evidence.push(first_line(report, "cumem-fallback", String::new(), ""));
+    }
+    (!evidence.is_empty()).then(|| {
+        finding(
+            "cumem-fallback",
+            Severity::Warning,
+            "cuMem host allocations failed; NCCL fell back to /dev/shm".into(),
+            evidence,
+            "Ranks that choose different host-memory paths fail to attach each other's segments (`Error while \
+             attaching to shared memory segment ... (size 0)`), and /dev/shm becomes a hard limit.",
+            "In containers add `--cap-add SYS_NICE` (NUMA-aware cuMem), or set NCCL_CUMEM_HOST_ENABLE=0 on every \
+             rank; newer NCCL and drivers fix several causes.",
+        )
+    })
+}
+
+/// Framework watchdog timeouts and NCCL's own, with where each rank stopped.
+fn collective_timeout(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence: Vec<Evidence> = report
+        .timeouts
+        .iter()
+        .map(|t| {
+            let rank = t.rank.map_or("rank ?".into(), |r| format!("rank {r}"));
+            let ran = match (t.ran_ms, t.timeout_ms) {
+                (Some(ran), Some(limit)) => format!(" ran {ran} ms of its {limit} ms limit"),
+                _ => String::new(),
+            };
+            let last = t.last_completed.map_or(String::new(), |c| format!("; last completed work {c}"));
+            let seq = t.seq.map_or(String::new(), |s| format!(" #{s}"));
+            Evidence { at: format!("{}:{}", t.file, t.line), text: format!("{rank}: {}{seq}{ran}{last}", t.op) }
+        })
+        .collect();
+    evidence
+        .extend(warnings_matching(report, &["Timeout", "timed out", "Timed out"]).into_iter().map(warning_evidence));
+    if evidence.is_empty() {
+        return None;
+    }
+    // Where each process stopped, from COLL lines: the one behind is the suspect.
+    let mut by_comm: BTreeMap<&str, Vec<&topo_model::nccl::RankProgress>> = BTreeMap::new();
+    for progress in &report.progress {
+        by_comm.entry(progress.comm.as_str()).or_default().push(progress);
+    }
+    for (comm, processes) in by_comm {
+        let Some(lowest) = processes.iter().map(|p| p.last_op_count).min() else { continue };
+        let highest = processes.iter().map(|p| p.last_op_count).max().unwrap_or(lowest);
+        for p in processes.iter().filter(|p| lowest < highest && p.last_op_count == lowest) {
+            let who = format!("{}:{}", p.host.as_deref().unwrap_or("?"), p.pid.map_or("?".into(), |x| x.to_string()));
+            let text = format!(
+                "comm {comm}: {who} last issued {} opCount {:#x}, others reached {highest:#x}",
+                p.last_op, p.last_op_count
+            );
+            evidence.push(fact("COLL lines", text));
+        }
+    }
+    Some(finding(
+        "collective-timeout",
+        Severity::Error,
+        "Collectives timed out".into(),
+        evidence,
+        "A collective completes only when every rank joins it: one rank that stopped (crashed, stuck in compute or \
+         I/O, or on a dead link) holds all the others until the watchdog kills the job.",
+        "Find the rank that did not arrive (lowest last opCount or completed work, or the one with an earlier \
+         error in its own log); check that node's GPUs, NICs and host logs (XIDs, link errors) before restarting.",
     ))
 }

@@ -63,6 +63,25 @@ pub enum Event<'a> {
         rank: u32,
         total: f64,
     },
+    /// `cuMem host allocations do not appear to be working; falling back to a
+    /// /dev/shm/ based implementation` (2.23+, typically in containers).
+    CumemFallback,
+    /// PyTorch's watchdog gave up on a collective:
+    /// `[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808,
+    /// OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600020 milliseconds before timing out.`
+    WatchdogTimeout {
+        rank: Option<u32>,
+        seq: Option<u64>,
+        op: &'a str,
+        timeout_ms: Option<u64>,
+        ran_ms: Option<u64>,
+    },
+    /// `[... Rank 1] Exception (either an error or timeout) detected by watchdog at
+    /// work: 808, last enqueued NCCL work: 811, last completed NCCL work: 807.`
+    WatchdogProgress {
+        rank: Option<u32>,
+        last_completed: Option<u64>,
+    },
     Collective(Collective<'a>),
     /// `file:line -> N`: an error propagating up the stack.
     ErrorTrace {
@@ -129,7 +148,9 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'R' => ring_line(message),
         b'T' => trees(message).or_else(|| graph_tree(message)),
         b'N' => nccl_or_net(message),
-        b'c' | b'n' | b'[' => comm_init(message).or_else(|| comm_nodes(message)),
+        b'c' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| cumem_fallback(message)),
+        b'n' => comm_init(message).or_else(|| comm_nodes(message)),
+        b'[' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| watchdog(message)),
         b'U' => message.strip_prefix("Using network ").map(|n| Event::UsingNetwork(n.trim())),
         b'B' => bootstrap(message),
         b'G' => gdr_for_hca(message),
@@ -146,6 +167,41 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         return error_trace(message).or_else(|| tuning(message));
     }
     None
+}
+
+fn cumem_fallback(message: &str) -> Option<Event<'_>> {
+    message.starts_with("cuMem host allocations do not appear to be working").then_some(Event::CumemFallback)
+}
+
+/// PyTorch ProcessGroupNCCL watchdog lines (after the `[rankN]:` tag): the
+/// timeout itself, and the progress line that says which work completed last.
+fn watchdog(message: &str) -> Option<Event<'_>> {
+    // `[Rank 1]` or `[PG ID 0 PG GUID 0(default_pg) Rank 1]` before the text.
+    let rank_before = |end: usize| {
+        let head = &message[..end];
+        let at = head.rfind("Rank ")?;
+        num::<u32>(head[at + 5..].split(']').next()?)
+    };
+    let after = |text: &str, key: &str| -> Option<u64> {
+        let start = text.find(key)? + key.len();
+        text[start..].split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+    };
+    if let Some(at) = message.find("Watchdog caught collective operation timeout") {
+        let work = &message[at..];
+        let op = work.find("OpType=").map_or("", |i| work[i + 7..].split([',', ')']).next().unwrap_or(""));
+        return Some(Event::WatchdogTimeout {
+            rank: rank_before(at),
+            seq: after(work, "SeqNum="),
+            op,
+            timeout_ms: after(work, "Timeout(ms)="),
+            ran_ms: after(work, "ran for "),
+        });
+    }
+    let at = message.find("detected by watchdog at work")?;
+    Some(Event::WatchdogProgress {
+        rank: rank_before(at),
+        last_completed: after(&message[at..], "last completed NCCL work: "),
+    })
 }
 
 fn num<T: std::str::FromStr>(text: &str) -> Option<T> {

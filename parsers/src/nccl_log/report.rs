@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use topo_model::BusId;
 use topo_model::nccl::{
-    ChannelCounts, CollectiveStats, Communicator, Connection, Direction, EnvOverride, ErrorTrace, GraphSearch, LineRef,
-    NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, Ring, TransportKind, TreeNode,
-    TuningChoice, Warning,
+    ChannelCounts, CollectiveStats, CollectiveTimeout, Communicator, Connection, Direction, EnvOverride, ErrorTrace,
+    GraphSearch, LineRef, NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, Ring, TransportKind,
+    TreeNode, TuningChoice, Warning,
 };
 
 use super::message::{self, Collective, CommInit, ConnectionLine, Event};
@@ -49,6 +49,7 @@ const MAX_DISTINCT_VIA: usize = 4096;
 const MAX_PROGRESS: usize = 1 << 16;
 const MAX_SMALL_TABLE: usize = 4096;
 const MAX_FIRST_LINES: usize = 4096;
+const MAX_TIMEOUTS: usize = 1024;
 /// Evidence lines are cut to this many characters.
 const MAX_EVIDENCE_CHARS: usize = 300;
 
@@ -142,6 +143,7 @@ pub struct LogParser {
     tuning: BTreeMap<(String, String, String, Option<u64>), u64>,
     via: BTreeMap<String, u64>,
     first_lines: BTreeMap<String, LineRef>,
+    timeouts: Vec<CollectiveTimeout>,
     /// The 1-based number of the line being read, for `first_lines`.
     line_number: u64,
     init_complete: u64,
@@ -367,7 +369,9 @@ impl LogParser {
                     push_unique(&mut self.network.bootstrap, interface);
                 }
             }
+            Event::CumemFallback => self.first_line("cumem-fallback".to_string(), line.message),
             Event::GdrForHca { hca, enabled } => {
+                self.first_line(format!("gdr/{hca}"), line.message);
                 if self.network.gdr_by_hca.len() < MAX_SMALL_TABLE {
                     self.network.gdr_by_hca.insert(hca.to_string(), enabled);
                 }
@@ -413,6 +417,26 @@ impl LogParser {
                 let comm = self.current(line);
                 if !comm.graphs.contains(&graph) && comm.graphs.len() < 64 {
                     comm.graphs.push(graph);
+                }
+            }
+            Event::WatchdogTimeout { rank, seq, op, timeout_ms, ran_ms } => {
+                let known = self.timeouts.iter().any(|t| t.rank == rank && t.seq == seq);
+                if !known && self.timeouts.len() < MAX_TIMEOUTS {
+                    self.timeouts.push(CollectiveTimeout {
+                        rank,
+                        seq,
+                        op: op.to_string(),
+                        timeout_ms,
+                        ran_ms,
+                        last_completed: None,
+                        file: self.input_name.clone(),
+                        line: self.line_number,
+                    });
+                }
+            }
+            Event::WatchdogProgress { rank, last_completed } => {
+                if let Some(timeout) = self.timeouts.iter_mut().rev().find(|t| t.rank == rank) {
+                    timeout.last_completed = last_completed.or(timeout.last_completed);
                 }
             }
             Event::InitTimings { total, .. } => {
@@ -715,6 +739,7 @@ impl LogParser {
             init_complete: self.init_complete,
             via: self.via,
             first_lines: self.first_lines,
+            timeouts: self.timeouts,
             nccl_tests: self.nccl_tests.finish(),
             tuning_table,
             tuning_ranges,
