@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Throughput and peak memory of `topo nccl` on a >= 1 GiB log, against
 # `grep -c "NCCL INFO"` on the same file in the same run (issue 4 targets:
-# >= 1 GB/s, at least half grep's throughput, peak RSS under 64 MB).
+# >= 1 GB/s, at least half grep's throughput, peak RSS under 64 MB), and
+# `topo diagnose` on it against `topo nccl` (issue 5 target: within 1.2x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log="${1:-/tmp/topo-bench-nccl.log}"
@@ -12,12 +13,15 @@ cat "$log" > /dev/null  # warm the page cache for both tools
 time_of() { local start end; start=$(date +%s.%N); "$@" > /dev/null; end=$(date +%s.%N); echo "$end - $start" | bc; }
 grep_s=$(time_of sh -c "grep -c \"NCCL INFO\" \"$log\" > /tmp/topo-bench-grep.out")
 topo_s=$(time_of target/release/topo nccl "$log" --format json)
+diagnose_s=$(time_of target/release/topo diagnose --log-only "$log" --format json)
 rss_kb=$( { /usr/bin/time -f "%M" target/release/topo nccl "$log" --format json > /dev/null; } 2>&1 | tail -1)
-python3 - "$bytes" "$grep_s" "$topo_s" "$rss_kb" <<'PY'
+python3 - "$bytes" "$grep_s" "$topo_s" "$rss_kb" "$diagnose_s" <<'PY'
 import sys
 size, grep_s, topo_s, rss = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+diagnose_s = float(sys.argv[5])
 print(f"log: {size / 1e9:.2f} GB")
 print(f"grep -c 'NCCL INFO': {grep_s:.2f} s = {size / grep_s / 1e9:.2f} GB/s")
 print(f"topo nccl:           {topo_s:.2f} s = {size / topo_s / 1e9:.2f} GB/s  ({grep_s / topo_s:.2f}x grep's throughput)")
 print(f"topo nccl peak RSS:  {rss / 1024:.1f} MiB")
+print(f"topo diagnose:       {diagnose_s:.2f} s = {diagnose_s / topo_s:.2f}x topo nccl's time")
 PY
