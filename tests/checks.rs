@@ -122,3 +122,24 @@ fn downtrained_links_list_every_hop() {
         ["sysfs 0000:a3:00.0: Gen5 x8 now, Gen5 x16 capable", "sysfs GPU0 0000:a4:00.0: Gen1 x? now, Gen5 x? capable"]
     );
 }
+
+/// Findings carry the bandwidth the hardware should give against what it gives,
+/// from the model's tables: a Gen5 link at x8 of x16, two of eighteen H100 NVLinks off.
+#[test]
+fn expected_and_actual_bandwidth() {
+    let mut snapshot = healthy();
+    narrow(pci(&mut snapshot, "0000:a3:00.0"));
+    for link in &mut gpu_answers(&mut snapshot, 3).nvlinks[16..] {
+        link.active = Answer::Ok(false);
+    }
+    let findings = topo::checks::hardware(&snapshot);
+    let numbers: Vec<(&str, Option<&str>, Option<&str>)> =
+        findings.iter().map(|f| (f.code.as_str(), f.expected.as_deref(), f.actual.as_deref())).collect();
+    assert_eq!(
+        numbers,
+        [
+            ("nvlink-inactive", Some("18 links, 450 GB/s per direction"), Some("16 links on the worst GPU, 400 GB/s")),
+            ("pcie-downtrained", Some("63.0 GB/s per direction on the first link listed"), Some("31.5 GB/s")),
+        ]
+    );
+}

@@ -281,3 +281,25 @@ fn probes_this_gpu_node_when_no_snapshot_is_given() {
     assert!(run(&[]).contains(&"gpu-lost".to_string()));
     assert_eq!(run(&["--log-only"]), ["collective-timeout"]);
 }
+
+/// Labelled edits of 044: one host bootstraps over a differently named
+/// interface, and two IB transport errors as NCCL prints them (from the
+/// research notes' evidence list) are appended in 044's prefix format.
+#[test]
+fn bootstrap_names_and_ib_errors_on_edited_real_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = real("044");
+    let renamed = original.replace("Bootstrap : Using ib0:10.159.0.40<0>", "Bootstrap : Using enp65s0:10.159.0.40<0>");
+    let found = findings_of_text(dir.path(), "names.log", &renamed, &[]);
+    let bootstrap = found.iter().find(|f| f.code == "bootstrap-interface").unwrap();
+    assert_eq!(bootstrap.evidence[0].text, "interface names differ between hosts: enp65s0, ib0");
+
+    let errors = format!(
+        "{original}gpu40:9455:9488 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.159.0.41<42519> with status=12 opcode=0 len=0 vendor err 129 (Send) localGid ::ffff:10.159.0.40 remoteGidsfe80::ba3f:d203:e7:5a12 hca mlx5_4\n\
+         gpu41:3928:3990 [0] NCCL WARN NET/IB : Got async event : port error\n"
+    );
+    let found = findings_of_text(dir.path(), "errors.log", &errors, &[]);
+    let net = found.iter().find(|f| f.code == "net-error").unwrap();
+    assert_eq!(net.evidence.len(), 2, "{net:#?}");
+    assert!(net.evidence[0].at.ends_with("errors.log:369") && net.evidence[0].text.contains("status=12"), "{net:#?}");
+}

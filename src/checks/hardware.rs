@@ -73,7 +73,7 @@ fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
             let narrower = matches!((now.width, max.width), (Some(n), Some(m)) if n < m);
             let is_gpu = topology.gpu(device.bus_id).is_some();
             let label = if is_gpu { gpu_label(snapshot, device.bus_id) } else { device.bus_id.to_string() };
-            let item = evidence(format!("sysfs {label}"), text);
+            let item = (evidence(format!("sysfs {label}"), text), (link_bandwidth(now, max), link_bandwidth(max, max)));
             match (narrower, is_gpu) {
                 (true, _) => lanes.push(item),
                 (false, true) => gpu_speed.push(item),
@@ -92,16 +92,30 @@ fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
         _ => return None,
     };
     items.extend(gpu_speed);
-    Some(finding(
+    let (actual, expected) = items[0].1;
+    let mut found = finding(
         "pcie-downtrained",
         severity,
         title.into(),
-        items,
+        items.into_iter().map(|(e, _)| e).collect(),
         "A link at a lower generation or width carries proportionally less: Gen4 x8 is a quarter of Gen5 x16. \
          Idle GPUs lower their generation on their own; bridges, NICs and lane counts do not.",
         "Re-check GPU links under load (`nvidia-smi -q -d PCIE` during a copy). For a narrow or slow bridge or \
          NIC: reseat the card or riser, check BIOS slot settings (bifurcation, Gen speed), swap the cable.",
-    ))
+    );
+    if let (Some(actual), Some(expected)) = (actual, expected) {
+        found.expected = Some(format!("{expected:.1} GB/s per direction on the first link listed"));
+        found.actual = Some(format!("{actual:.1} GB/s"));
+    }
+    Some(found)
+}
+
+/// Per-direction GB/s of a link trained to `now`, filling an unknown
+/// generation or width from `max` (sysfs often knows only one of them).
+fn link_bandwidth(now: topo_model::PcieLinkSpec, max: topo_model::PcieLinkSpec) -> Option<f64> {
+    let generation = now.generation.or(max.generation)?;
+    let width = now.width.or(max.width)?;
+    Some(topo_model::bandwidth::pcie_lane_bandwidth(generation)?.gbps() * f64::from(width))
 }
 
 fn numa_unknown(snapshot: &Snapshot) -> Option<Finding> {
@@ -199,8 +213,12 @@ fn nvlink_inactive(snapshot: &Snapshot) -> Option<Finding> {
             })
         })
         .collect();
+    let per_link =
+        snapshot.topology.gpus.iter().find_map(|g| g.sm).and_then(topo_model::bandwidth::nvlink_per_link_bandwidth);
+    let fewest = gpus.iter().map(|(_, d)| active(d)).min().unwrap_or(0);
+    let most = best.values().copied().max().unwrap_or(0);
     (!items.is_empty()).then(|| {
-        finding(
+        let mut found = finding(
             "nvlink-inactive",
             Severity::Error,
             "GPUs with fewer active NVLinks than their siblings".into(),
@@ -209,7 +227,13 @@ fn nvlink_inactive(snapshot: &Snapshot) -> Option<Finding> {
              H100 link), and NCCL may build fewer or slower rings.",
             "Check `nvidia-smi nvlink -s` and the fabric manager log; reset the GPU or drain the node for a \
              baseboard/NVSwitch check.",
-        )
+        );
+        if let Some(link) = per_link {
+            let gbps = |links: usize| link.gbps() * links as f64;
+            found.expected = Some(format!("{most} links, {:.0} GB/s per direction", gbps(most)));
+            found.actual = Some(format!("{fewest} links on the worst GPU, {:.0} GB/s", gbps(fewest)));
+        }
+        found
     })
 }
 
