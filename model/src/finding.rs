@@ -47,3 +47,35 @@ pub struct Evidence {
     pub at: String,
     pub text: String,
 }
+
+/// At most this many pieces of evidence per finding; a last entry counts the rest.
+pub const MAX_EVIDENCE: usize = 8;
+
+impl Finding {
+    /// A finding with no bandwidth figures, its evidence capped at [`MAX_EVIDENCE`].
+    pub fn new(
+        code: &str,
+        severity: Severity,
+        title: String,
+        evidence: Vec<Evidence>,
+        why: &str,
+        fix: &str,
+    ) -> Finding {
+        let mut evidence = evidence;
+        if evidence.len() > MAX_EVIDENCE {
+            let more = evidence.len() - MAX_EVIDENCE;
+            evidence.truncate(MAX_EVIDENCE);
+            evidence.push(Evidence { at: "…".into(), text: format!("{more} more") });
+        }
+        Finding {
+            code: code.into(),
+            severity,
+            title,
+            evidence,
+            why: why.into(),
+            expected: None,
+            actual: None,
+            fix: fix.into(),
+        }
+    }
+}

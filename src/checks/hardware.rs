@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use topo_model::nvml::{DeviceAnswers, clock_event_reasons};
 use topo_model::{BusId, Evidence, Finding, NicKind, Severity, Snapshot};
 
-use super::finding;
+use super::endpoints;
 
 type Check = fn(&Snapshot) -> Option<Finding>;
 
@@ -56,8 +56,7 @@ fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
     let topology = &snapshot.topology;
     let mut seen = std::collections::BTreeSet::new();
     let (mut lanes, mut speed, mut gpu_speed) = (Vec::new(), Vec::new(), Vec::new());
-    let endpoints = topology.gpus.iter().map(|g| g.bus_id).chain(topology.nics.iter().filter_map(|n| n.bus_id));
-    for endpoint in endpoints {
+    for endpoint in endpoints(topology) {
         for device in topology.ancestors(endpoint) {
             if !seen.insert(device.bus_id) || !device.link.is_downtrained() {
                 continue;
@@ -93,7 +92,7 @@ fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
     };
     items.extend(gpu_speed);
     let (actual, expected) = items[0].1;
-    let mut found = finding(
+    let mut found = Finding::new(
         "pcie-downtrained",
         severity,
         title.into(),
@@ -132,7 +131,7 @@ fn numa_unknown(snapshot: &Snapshot) -> Option<Finding> {
         .map(|(label, bus)| evidence(format!("sysfs {bus}/numa_node"), format!("{label}: -1 (unknown)")))
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "numa-unknown",
             Severity::Warning,
             "Devices with no NUMA node on a multi-socket machine".into(),
@@ -171,7 +170,7 @@ fn gpu_nic_numa(snapshot: &Snapshot) -> Option<Finding> {
         }
     }
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "gpu-nic-numa",
             Severity::Warning,
             "GPUs whose nearest RDMA NIC is on another NUMA node".into(),
@@ -218,7 +217,7 @@ fn nvlink_inactive(snapshot: &Snapshot) -> Option<Finding> {
     let fewest = gpus.iter().map(|(_, d)| active(d)).min().unwrap_or(0);
     let most = best.values().copied().max().unwrap_or(0);
     (!items.is_empty()).then(|| {
-        let mut found = finding(
+        let mut found = Finding::new(
             "nvlink-inactive",
             Severity::Error,
             "GPUs with fewer active NVLinks than their siblings".into(),
@@ -258,7 +257,7 @@ fn nvlink_errors(snapshot: &Snapshot) -> Option<Finding> {
         }
     }
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "nvlink-errors",
             Severity::Warning,
             "NVLinks with error counts".into(),
@@ -282,7 +281,7 @@ fn fabric_not_ready(snapshot: &Snapshot) -> Option<Finding> {
         })
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "fabric-not-ready",
             Severity::Error,
             "NVSwitch fabric registration not complete".into(),
@@ -318,7 +317,7 @@ fn gpu_memory_errors(snapshot: &Snapshot) -> Option<Finding> {
         }
     }
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "gpu-memory-errors",
             severity,
             "GPU memory errors or repairs pending".into(),
@@ -340,7 +339,7 @@ fn clock_throttle(snapshot: &Snapshot) -> Option<Finding> {
         })
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "clock-throttle-hw",
             Severity::Warning,
             "GPUs slowed down for hardware reasons".into(),
@@ -361,7 +360,7 @@ fn gpu_lost(snapshot: &Snapshot) -> Option<Finding> {
         .filter_map(|d| Some(evidence(format!("NVML GPU{}", d.index), d.unreachable.clone()?)))
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "gpu-lost",
             Severity::Error,
             "GPUs the driver cannot reach".into(),
@@ -390,7 +389,7 @@ fn ib_port_down(snapshot: &Snapshot) -> Option<Finding> {
         })
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "ib-port-down",
             Severity::Error,
             "RDMA ports not active".into(),
@@ -415,7 +414,7 @@ fn ib_port_slow(snapshot: &Snapshot) -> Option<Finding> {
         })
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "ib-port-slow",
             Severity::Warning,
             "RDMA ports running below the others' rate".into(),
@@ -444,7 +443,7 @@ fn mtu_mismatch(snapshot: &Snapshot) -> Option<Finding> {
     distinct.dedup();
     (distinct.len() > 1).then(|| {
         let items = mtus.iter().map(|(name, mtu)| evidence(format!("sysfs net/{name}/mtu"), mtu.to_string())).collect();
-        finding(
+        Finding::new(
             "mtu-mismatch",
             Severity::Warning,
             format!(
@@ -463,8 +462,10 @@ fn mtu_mismatch(snapshot: &Snapshot) -> Option<Finding> {
 fn path_bridges(snapshot: &Snapshot) -> Vec<&topo_model::PciDevice> {
     let topology = &snapshot.topology;
     let mut seen = std::collections::BTreeSet::new();
-    let endpoints = topology.gpus.iter().map(|g| g.bus_id).chain(topology.nics.iter().filter_map(|n| n.bus_id));
-    endpoints.flat_map(|e| topology.ancestors(e)).filter(|d| d.bridge.is_some() && seen.insert(d.bus_id)).collect()
+    endpoints(topology)
+        .flat_map(|e| topology.ancestors(e))
+        .filter(|d| d.bridge.is_some() && seen.insert(d.bus_id))
+        .collect()
 }
 
 fn acs_redirect(snapshot: &Snapshot) -> Option<Finding> {
@@ -474,7 +475,7 @@ fn acs_redirect(snapshot: &Snapshot) -> Option<Finding> {
         .map(|d| evidence(format!("config space {}", d.bus_id), "ACS P2P redirect enabled".into()))
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "acs-redirect",
             Severity::Warning,
             "PCIe bridges send peer-to-peer traffic up to the root complex (ACS)".into(),
@@ -489,14 +490,13 @@ fn acs_redirect(snapshot: &Snapshot) -> Option<Finding> {
 
 fn iommu_translated(snapshot: &Snapshot) -> Option<Finding> {
     let topology = &snapshot.topology;
-    let endpoints = topology.gpus.iter().map(|g| g.bus_id).chain(topology.nics.iter().filter_map(|n| n.bus_id));
-    let items: Vec<Evidence> = endpoints
+    let items: Vec<Evidence> = endpoints(topology)
         .filter_map(|bus| topology.pci(bus))
         .filter(|d| d.iommu.as_deref().is_some_and(|t| t.starts_with("DMA")))
         .map(|d| evidence(format!("sysfs {}/iommu_group/type", d.bus_id), d.iommu.clone().unwrap_or_default()))
         .collect();
     (!items.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "iommu-translated",
             Severity::Warning,
             "The IOMMU translates DMA for GPUs or NICs".into(),
@@ -521,7 +521,7 @@ fn gdr_not_ready(snapshot: &Snapshot) -> Option<Finding> {
     let judged = modules.iter().any(|m| m == "nvidia") && has_rdma(snapshot) && !snapshot.topology.gpus.is_empty();
     let peer_memory = modules.iter().any(|m| m == "nvidia_peermem" || m == "nv_peer_mem");
     (judged && !peer_memory).then(|| {
-        finding(
+        Finding::new(
             "gdr-not-ready",
             Severity::Warning,
             "No GPUDirect RDMA peer-memory module loaded".into(),
@@ -537,7 +537,7 @@ fn gdr_not_ready(snapshot: &Snapshot) -> Option<Finding> {
 fn dev_shm_small(snapshot: &Snapshot) -> Option<Finding> {
     let size = snapshot.host.dev_shm_bytes?;
     (size < MIN_DEV_SHM_BYTES && !snapshot.topology.gpus.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "dev-shm-small",
             Severity::Warning,
             format!("/dev/shm is {} MiB", size >> 20),
@@ -553,7 +553,7 @@ fn dev_shm_small(snapshot: &Snapshot) -> Option<Finding> {
 fn memlock_limited(snapshot: &Snapshot) -> Option<Finding> {
     let limit = snapshot.host.memlock.as_deref()?;
     (limit != "unlimited" && has_rdma(snapshot)).then(|| {
-        finding(
+        Finding::new(
             "memlock-limited",
             Severity::Warning,
             format!("Locked-memory limit is {limit} bytes on a node with RDMA NICs"),

@@ -4,7 +4,7 @@
 
 mod hardware;
 
-use topo_model::{Evidence, Finding, Severity, Snapshot};
+use topo_model::{BusId, Finding, Snapshot, Topology};
 
 /// Every hardware finding for the node, most severe first.
 pub fn hardware(snapshot: &Snapshot) -> Vec<Finding> {
@@ -13,32 +13,7 @@ pub fn hardware(snapshot: &Snapshot) -> Vec<Finding> {
     findings
 }
 
-/// At most this many pieces of evidence per finding; a last entry counts the rest.
-const MAX_EVIDENCE: usize = 8;
-
-/// A finding with its evidence capped at [`MAX_EVIDENCE`].
-pub fn finding(
-    code: &str,
-    severity: Severity,
-    title: String,
-    evidence: Vec<Evidence>,
-    why: &str,
-    fix: &str,
-) -> Finding {
-    let mut evidence = evidence;
-    if evidence.len() > MAX_EVIDENCE {
-        let more = evidence.len() - MAX_EVIDENCE;
-        evidence.truncate(MAX_EVIDENCE);
-        evidence.push(Evidence { at: "…".into(), text: format!("{more} more") });
-    }
-    Finding {
-        code: code.into(),
-        severity,
-        title,
-        evidence,
-        why: why.into(),
-        expected: None,
-        actual: None,
-        fix: fix.into(),
-    }
+/// The GPUs and the NICs that have a PCI location: the devices whose paths matter.
+fn endpoints(topology: &Topology) -> impl Iterator<Item = BusId> + '_ {
+    topology.gpus.iter().map(|g| g.bus_id).chain(topology.nics.iter().filter_map(|n| n.bus_id))
 }

@@ -26,28 +26,6 @@ pub const RULES: &[Rule] = &[
     small_messages,
 ];
 
-/// At most this many pieces of evidence per finding; the count says how many more.
-const MAX_EVIDENCE: usize = 8;
-
-fn finding(code: &str, severity: Severity, title: String, evidence: Vec<Evidence>, why: &str, fix: &str) -> Finding {
-    let mut evidence = evidence;
-    if evidence.len() > MAX_EVIDENCE {
-        let more = evidence.len() - MAX_EVIDENCE;
-        evidence.truncate(MAX_EVIDENCE);
-        evidence.push(Evidence { at: "…".into(), text: format!("{more} more") });
-    }
-    Finding {
-        code: code.into(),
-        severity,
-        title,
-        evidence,
-        why: why.into(),
-        expected: None,
-        actual: None,
-        fix: fix.into(),
-    }
-}
-
 fn warning_evidence(warning: &Warning) -> Evidence {
     let repeats = if warning.count > 1 { format!(" (×{})", warning.count) } else { String::new() };
     Evidence { at: format!("{}:{}", warning.file, warning.line), text: format!("{}{repeats}", warning.text) }
@@ -111,7 +89,7 @@ fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
     if !rdma.is_empty() {
         evidence.push(fact("snapshot", format!("RDMA devices on the node: {}", rdma.join(", "))));
     }
-    let mut found = finding(
+    let mut found = Finding::new(
         "net-socket-fallback",
         severity,
         "NCCL's network traffic goes over TCP sockets".into(),
@@ -133,7 +111,7 @@ fn shm_exhausted(inputs: &Inputs) -> Option<Finding> {
     let hits = warnings_matching(inputs.report, &["/dev/shm", "shared memory segment", "shmutils"]);
     let evidence: Vec<Evidence> = hits.iter().map(|w| warning_evidence(w)).collect();
     (!evidence.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "shm-exhausted",
             Severity::Error,
             "NCCL could not create its shared-memory segments".into(),
@@ -166,7 +144,7 @@ fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
     for setting in &limiting {
         evidence.push(first_line(report, &format!("env/{setting}"), format!("{setting} set by environment"), ""));
     }
-    Some(finding(
+    Some(Finding::new(
         "p2p-not-used",
         Severity::Warning,
         "GPUs on the same node talk through host shared memory, not P2P".into(),
@@ -219,7 +197,7 @@ fn env_override(inputs: &Inputs) -> Option<Finding> {
         })
         .collect();
     (!tuning.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "env-override",
             Severity::Warning,
             format!("{} NCCL tuning variable(s) set in the job's environment", tuning.len()),
@@ -262,7 +240,7 @@ fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
         evidence.push(fact("bootstrap", format!("interface names differ between hosts: {}", names.join(", "))));
     }
     (!evidence.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "bootstrap-interface",
             Severity::Warning,
             "NCCL picked a loopback, container or VPN interface".into(),
@@ -291,7 +269,7 @@ fn net_error(inputs: &Inputs) -> Option<Finding> {
     let evidence: Vec<Evidence> =
         warnings_matching(inputs.report, &needles).into_iter().map(warning_evidence).collect();
     (!evidence.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "net-error",
             Severity::Error,
             "The network transport reported errors".into(),
@@ -324,7 +302,7 @@ fn small_messages(inputs: &Inputs) -> Option<Finding> {
             fact("COLL lines", format!("{name}: {} calls, {small} of 1 MiB or less", stats.calls))
         })
         .collect();
-    Some(finding(
+    Some(Finding::new(
         "small-messages",
         Severity::Info,
         format!("{small} of {calls} collectives move 1 MiB or less"),
@@ -390,7 +368,7 @@ fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
     } else {
         "GPUDirect RDMA is disabled on this node's HCAs (this job used no network)"
     };
-    Some(finding(
+    Some(Finding::new(
         "gdr-disabled",
         severity,
         title.into(),
@@ -427,7 +405,7 @@ fn rank_mismatch(inputs: &Inputs) -> Option<Finding> {
         }
     }
     (!evidence.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "rank-mismatch",
             Severity::Warning,
             "Ranks of one job run with different NCCL versions or settings".into(),
@@ -489,7 +467,7 @@ fn ring_suboptimal(inputs: &Inputs) -> Option<Finding> {
         }
     }
     (!evidence.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "ring-suboptimal",
             Severity::Warning,
             "Rings take slower paths than the hardware offers".into(),
@@ -531,7 +509,7 @@ fn few_channels(inputs: &Inputs) -> Option<Finding> {
         }
     }
     (!evidence.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "few-channels",
             Severity::Warning,
             "Too few NCCL channels for the hardware".into(),
@@ -555,7 +533,7 @@ fn cumem_fallback(inputs: &Inputs) -> Option<Finding> {
         evidence.push(first_line(report, "cumem-fallback", String::new(), ""));
     }
     (!evidence.is_empty()).then(|| {
-        finding(
+        Finding::new(
             "cumem-fallback",
             Severity::Warning,
             "cuMem host allocations failed; NCCL fell back to /dev/shm".into(),
@@ -607,7 +585,7 @@ fn collective_timeout(inputs: &Inputs) -> Option<Finding> {
             evidence.push(fact("COLL lines", text));
         }
     }
-    Some(finding(
+    Some(Finding::new(
         "collective-timeout",
         Severity::Error,
         "Collectives timed out".into(),
