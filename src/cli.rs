@@ -163,11 +163,15 @@ enum ShowFormat {
 struct ShowArgs {
     #[command(flatten)]
     origin: OriginArgs,
-    /// Print the plain text view (the default until the terminal UI lands, and whenever stdout is not a terminal).
+    /// Print the plain text view instead of opening the terminal UI (the UI opens
+    /// only when stdout is a terminal).
     #[arg(long)]
     plain: bool,
     #[arg(long, value_enum, default_value = "plain")]
     format: ShowFormat,
+    /// NCCL_DEBUG=INFO logs for the UI's NCCL, Bandwidth and Findings screens.
+    #[arg(long, value_name = "LOG", num_args = 1..)]
+    nccl_log: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -219,11 +223,16 @@ fn report_notices(snapshot: &Snapshot) {
 }
 
 fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    let interactive = args.format == ShowFormat::Plain && !args.plain && std::io::stdout().is_terminal();
+    if interactive && args.origin.from.is_none() && args.origin.example.is_none() {
+        eprintln!("topo: probing this machine (sysfs, NVML)...");
+    }
     let snapshot = args.origin.load()?;
     report_notices(&snapshot);
-    // `--plain` is accepted now so scripts written today keep working when the
-    // terminal UI becomes the default on a terminal; until then every run is plain.
-    let _ = args.plain;
+    if interactive {
+        return show_ui(snapshot, &args.nccl_log);
+    }
     let text = match args.format {
         ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
         ShowFormat::Json => views::document::json(&snapshot),
@@ -350,4 +359,26 @@ fn this_gpu_node_in(report: &topo_model::nccl::NcclReport) -> Option<Snapshot> {
     let host = snapshot.host.hostname.as_deref()?;
     let in_log = report.hosts.is_empty() || report.hosts.iter().any(|h| h == host || h.split('.').next() == Some(host));
     (has_gpus && in_log).then_some(snapshot)
+}
+
+/// Opens the terminal UI on `snapshot`, with the findings for it (and for the
+/// logs, when given) computed first: the UI only draws.
+fn show_ui(snapshot: Snapshot, logs: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let nccl = (!logs.is_empty()).then(|| {
+        let mut report = sources::nccl_report(logs);
+        report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+        report
+    });
+    if let Some(report) = &nccl {
+        for input in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
+            eprintln!("topo: error: {input}");
+        }
+    }
+    let findings = match &nccl {
+        Some(report) => crate::diagnose::diagnose(report, Some(&snapshot)),
+        None => crate::checks::hardware(&snapshot),
+    };
+    let mut app = topo_tui::App::new(topo_tui::UiData { snapshot, nccl, findings });
+    topo_tui::terminal::run(&mut app).context("terminal UI")?;
+    Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,94 @@
+//! One frame: the tab bar, the current screen, the key hints, and the help
+//! overlay or the filter prompt on top.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use crate::app::{App, Screen};
+use crate::style;
+
+/// Below this the screens cannot be laid out; a message is drawn instead.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 12;
+
+pub fn draw(frame: &mut Frame, app: &mut App) {
+    let area = frame.area();
+    app.hits = Default::default();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        let text = format!(
+            "terminal too small: {}x{}, topo needs {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
+            area.width, area.height
+        );
+        frame.render_widget(Paragraph::new(text), area);
+        return;
+    }
+    let [tabs, body, footer] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    draw_tabs(frame, app, tabs);
+    match app.screen {
+        Screen::Overview => crate::overview::draw(frame, app, body),
+        Screen::Matrix => crate::matrix::draw(frame, app, body),
+        Screen::Pcie => crate::pcie::draw(frame, app, body),
+        Screen::NvLink => crate::nvlink::draw(frame, app, body),
+        Screen::Nccl => crate::nccl::draw(frame, app, body),
+        Screen::Bandwidth => crate::bandwidth::draw(frame, app, body),
+        Screen::Findings => crate::findings::draw(frame, app, body),
+    }
+    let hint = if app.editing_filter {
+        Line::from(vec![
+            Span::styled("filter: ", style::heading()),
+            Span::raw(format!("{}▏ (Enter apply, Esc clear)", app.filter)),
+        ])
+    } else if !app.filter.is_empty() {
+        Line::raw(format!("filter \"{}\" (Esc clears) · ? help · q quit", app.filter))
+    } else {
+        Line::styled("Tab/1-7 screens · arrows/hjkl move · Enter details · / filter · ? help · q quit", style::dim())
+    };
+    frame.render_widget(Paragraph::new(hint), footer);
+    if app.help {
+        draw_help(frame, area);
+    }
+}
+
+fn draw_tabs(frame: &mut Frame, app: &mut App, area: Rect) {
+    let host = app.data.snapshot.host.hostname.clone().unwrap_or_else(|| "topo".into());
+    let mut spans = vec![Span::styled(format!(" {host} "), style::heading())];
+    let mut x = area.x + host.chars().count() as u16 + 2;
+    for (i, screen) in Screen::ALL.iter().enumerate() {
+        let label = format!(" {} {} ", i + 1, screen.title());
+        let width = label.chars().count() as u16;
+        let tab_style = if *screen == app.screen { style::selected() } else { Default::default() };
+        if x + width <= area.x + area.width {
+            app.hits.tabs.push((Rect { x, y: area.y, width, height: 1 }, *screen));
+        }
+        spans.push(Span::styled(label, tab_style));
+        spans.push(Span::raw("│"));
+        x += width + 1;
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+const HELP: &[(&str, &str)] = &[
+    ("q, Ctrl-c", "quit"),
+    ("?", "this help (any key closes it)"),
+    ("Tab, Shift-Tab", "next / previous screen"),
+    ("1 .. 7", "Overview, Matrix, PCIe, NVLink, NCCL, Bandwidth, Findings"),
+    ("arrows, h j k l", "move; PgUp/PgDn, g/G jump"),
+    ("Enter", "details (path, finding); fold a PCIe subtree"),
+    ("Space", "fold a PCIe subtree"),
+    ("Esc", "back: close details, clear the filter"),
+    ("/", "filter the rows of list screens"),
+    ("mouse", "click a tab, a matrix cell or a row; wheel scrolls"),
+];
+
+fn draw_help(frame: &mut Frame, area: Rect) {
+    let lines: Vec<Line> = HELP.iter().map(|(keys, what)| Line::raw(format!("{keys:<18} {what}"))).collect();
+    let width = 84.min(area.width);
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
+    let [popup] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
+    frame.render_widget(Clear, popup);
+    frame.render_widget(Paragraph::new(lines).block(Block::new().borders(Borders::ALL).title(" keys ")), popup);
+}
