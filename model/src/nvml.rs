@@ -57,28 +57,97 @@ impl<T: Serialize> Serialize for Answer<T> {
         match self {
             Answer::Ok(value) => value.serialize(serializer),
             Answer::NotSupported => serializer.serialize_none(),
-            Answer::Error(error) => AnswerRepr::<()>::Error { error: error.clone() }.serialize(serializer),
+            Answer::Error(error) => AnswerError { error: error.clone() }.serialize(serializer),
         }
     }
 }
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Answer<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(match AnswerRepr::deserialize(deserializer)? {
-            AnswerRepr::Error { error } => Answer::Error(error),
-            AnswerRepr::NotSupported(()) => Answer::NotSupported,
-            AnswerRepr::Ok(value) => Answer::Ok(value),
-        })
+        // One pass, no buffering (an untagged enum would buffer every value: a
+        // cluster of snapshots holds thousands of answers each).
+        deserializer.deserialize_any(AnswerVisitor(std::marker::PhantomData))
     }
 }
 
-/// The written forms of [`Answer`], tried in this order.
-#[derive(Serialize, Deserialize)]
-#[serde(untagged)]
-enum AnswerRepr<T> {
-    Error { error: String },
-    NotSupported(()),
-    Ok(T),
+/// The written form of an error answer.
+#[derive(Serialize)]
+struct AnswerError {
+    error: String,
+}
+
+struct AnswerVisitor<T>(std::marker::PhantomData<T>);
+
+macro_rules! forward_scalar {
+    ($($method:ident: $ty:ty),*) => {$(
+        fn $method<E: serde::de::Error>(self, value: $ty) -> Result<Self::Value, E> {
+            T::deserialize(serde::de::IntoDeserializer::<E>::into_deserializer(value)).map(Answer::Ok)
+        }
+    )*};
+}
+
+impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for AnswerVisitor<T> {
+    type Value = Answer<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an NVML answer: a value, null (not supported) or {error: text}")
+    }
+
+    forward_scalar!(visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64, visit_string: String);
+
+    fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Self::Value, E> {
+        self.visit_string(value.to_string())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Answer::NotSupported)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Answer::NotSupported)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        Answer::deserialize(deserializer)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        T::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(Answer::Ok)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let Some(first) = map.next_key::<String>()? else {
+            return T::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(Answer::Ok);
+        };
+        if first == "error" {
+            let error: String = map.next_value()?;
+            while map.next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?.is_some() {}
+            return Ok(Answer::Error(error));
+        }
+        let rest = FirstKeyThen { first: Some(first), rest: map };
+        T::deserialize(serde::de::value::MapAccessDeserializer::new(rest)).map(Answer::Ok)
+    }
+}
+
+/// A map whose first key was already read (to tell `{error: ..}` from a value).
+struct FirstKeyThen<A> {
+    first: Option<String>,
+    rest: A,
+}
+
+impl<'de, A: serde::de::MapAccess<'de>> serde::de::MapAccess<'de> for FirstKeyThen<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        match self.first.take() {
+            Some(key) => seed.deserialize(serde::de::IntoDeserializer::<A::Error>::into_deserializer(key)).map(Some),
+            None => self.rest.next_key_seed(seed),
+        }
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.rest.next_value_seed(seed)
+    }
 }
 
 /// Everything NVML answered on one node.

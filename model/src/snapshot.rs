@@ -127,23 +127,42 @@ impl Snapshot {
         Snapshot::from_text(&text, &name)
     }
 
-    /// Parses snapshot text; `name` is used in error messages.
+    /// Parses snapshot text (JSON or YAML); `name` is used in error messages.
+    /// One pass when it reads; the version is looked at first only to explain
+    /// a failure, so a newer file is reported as newer rather than as whatever
+    /// field it renamed.
     pub fn from_text(text: &str, name: &str) -> Result<Snapshot, SnapshotError> {
-        let malformed =
-            |e: serde_yaml::Error| SnapshotError::Malformed { path: name.to_string(), message: e.to_string() };
-        // Look at the version before the rest, so a newer file is reported as
-        // newer rather than as whatever field it renamed.
-        let header: serde_yaml::Value = serde_yaml::from_str(text).map_err(malformed)?;
-        let version = match header.get("schema_version") {
-            Some(v) => v.as_u64().ok_or_else(|| SnapshotError::Malformed {
-                path: name.to_string(),
-                message: "schema_version is not a whole number".to_string(),
-            })?,
-            None => return Err(SnapshotError::NotASnapshot { path: name.to_string() }),
+        let malformed = |message: String| SnapshotError::Malformed { path: name.to_string(), message };
+        let is_json = text.trim_start().starts_with('{');
+        let parsed: Result<Snapshot, String> = if is_json {
+            serde_json::from_str(text).map_err(|e| e.to_string())
+        } else {
+            serde_yaml::from_str(text).map_err(|e| e.to_string())
         };
-        if version > u64::from(SCHEMA_VERSION) {
-            return Err(SnapshotError::NewerSchema { path: name.to_string(), found: version });
+        let version = |snapshot_version: Option<u64>| -> Result<(), SnapshotError> {
+            match snapshot_version {
+                Some(v) if v > u64::from(SCHEMA_VERSION) => {
+                    Err(SnapshotError::NewerSchema { path: name.to_string(), found: v })
+                }
+                _ => Ok(()),
+            }
+        };
+        match parsed {
+            Ok(snapshot) => {
+                version(Some(u64::from(snapshot.schema_version)))?;
+                Ok(snapshot)
+            }
+            Err(message) => {
+                let header: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| malformed(e.to_string()))?;
+                match header.get("schema_version") {
+                    Some(v) => {
+                        let v = v.as_u64().ok_or_else(|| malformed("schema_version is not a whole number".into()))?;
+                        version(Some(v))?;
+                        Err(malformed(message))
+                    }
+                    None => Err(SnapshotError::NotASnapshot { path: name.to_string() }),
+                }
+            }
         }
-        serde_yaml::from_str(text).map_err(malformed)
     }
 }
