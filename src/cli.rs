@@ -184,7 +184,9 @@ enum SnapshotFormat {
 struct SnapshotArgs {
     #[command(flatten)]
     origin: OriginArgs,
-    /// Write to FILE instead of stdout.
+    /// Write to FILE instead of stdout. `%h` becomes the host name and `%j` the
+    /// launcher's job id (Slurm, PBS, LSF, Flux, torchrun), so one path serves a
+    /// whole job: `srun topo snapshot -o /shared/topo/%j/%h.json`.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Defaults to JSON when FILE ends in `.json`, else YAML.
@@ -254,7 +256,13 @@ fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
         SnapshotFormat::Json => snapshot.to_json() + "\n",
     };
     match &args.output {
-        Some(path) => std::fs::write(path, text).with_context(|| format!("{}: cannot write", path.display()))?,
+        Some(pattern) => {
+            let path = expand_output(pattern, snapshot.host.hostname.as_deref());
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+            }
+            std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?
+        }
         None => output::print(&text)?,
     }
     Ok(ExitCode::SUCCESS)
@@ -381,4 +389,36 @@ fn show_ui(snapshot: Snapshot, logs: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut app = topo_tui::App::new(topo_tui::UiData { snapshot, nccl, findings });
     topo_tui::terminal::run(&mut app).context("terminal UI")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The job id the launcher gave this process, for `%j`.
+const JOB_ID_VARIABLES: [&str; 6] =
+    ["SLURM_JOB_ID", "PBS_JOBID", "LSB_JOBID", "FLUX_JOB_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid"];
+
+/// `%h` -> host name, `%j` -> job id (`nojob` outside a launcher), `%%` -> `%`.
+pub fn expand_output(pattern: &Path, hostname: Option<&str>) -> PathBuf {
+    let text = pattern.to_string_lossy();
+    if !text.contains('%') {
+        return pattern.to_path_buf();
+    }
+    let host = hostname.map(|h| h.split('.').next().unwrap_or(h).to_string()).unwrap_or_else(|| "unknown-host".into());
+    let job = JOB_ID_VARIABLES
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|j| !j.is_empty()))
+        .unwrap_or_else(|| "nojob".into());
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (c, chars.clone().next()) {
+            ('%', Some('h')) => out.push_str(&host),
+            ('%', Some('j')) => out.push_str(&job),
+            ('%', Some('%')) => out.push('%'),
+            _ => {
+                out.push(c);
+                continue;
+            }
+        }
+        chars.next();
+    }
+    PathBuf::from(out)
 }

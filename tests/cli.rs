@@ -256,3 +256,30 @@ fn pasted_nvidia_smi_text_renders_the_same_cells() {
     assert!(shown.contains("NIC3: mlx5_3"));
     assert!(shown.contains("bus IDs synthetic"));
 }
+
+/// `%h` and `%j` in `snapshot -o`: one command line for every node of a job.
+#[test]
+fn snapshot_output_names_host_and_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let pattern = dir.path().join("%j/%h-100%%.json");
+    let root = fixture("sysfs/asus-esc8000a-e12");
+    topo()
+        .args(["snapshot", "--sysfs-root", root.to_str().unwrap(), "-o", pattern.to_str().unwrap()])
+        .env("SLURM_JOB_ID", "4242")
+        .assert()
+        .success();
+    let written = dir.path().join("4242/coyote2-100%.json");
+    let snapshot = topo_model::Snapshot::load(&written).unwrap();
+    assert_eq!(snapshot.host.hostname.as_deref(), Some("coyote2"));
+    topo()
+        .args(["snapshot", "--sysfs-root", root.to_str().unwrap(), "-o", pattern.to_str().unwrap()])
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("PBS_JOBID")
+        .env_remove("LSB_JOBID")
+        .env_remove("FLUX_JOB_ID")
+        .env_remove("TORCHELASTIC_RUN_ID")
+        .env_remove("OMPI_MCA_ess_base_jobid")
+        .assert()
+        .success();
+    assert!(dir.path().join("nojob/coyote2-100%.json").is_file());
+}
