@@ -30,6 +30,8 @@ enum Command {
     Diagnose(DiagnoseArgs),
     /// Pass/fail this node before it takes a training job (exit 0 pass, 1 fail, 2 could not run).
     Preflight(PreflightArgs),
+    /// Make sense of many nodes' snapshots: hardware classes and the nodes that differ.
+    Cluster(ClusterArgs),
     /// List the bundled example machines.
     Examples,
 }
@@ -65,6 +67,15 @@ struct PreflightArgs {
     /// Live bandwidth checks (they arrive with `topo probe`).
     #[arg(long, value_enum, default_value = "none")]
     probe: ProbeLevel,
+}
+
+#[derive(Args)]
+struct ClusterArgs {
+    /// Directories of snapshots (and one level of subdirectories), or files.
+    #[arg(required = true, value_name = "DIR")]
+    inputs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "plain")]
+    format: ReportFormat,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -201,6 +212,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Nccl(args) => nccl(args),
         Command::Diagnose(args) => diagnose(args),
         Command::Preflight(args) => preflight(args),
+        Command::Cluster(args) => cluster(args),
         Command::Examples => {
             let mut text = String::new();
             for example in crate::examples::EXAMPLES {
@@ -421,4 +433,15 @@ pub fn expand_output(pattern: &Path, hostname: Option<&str>) -> PathBuf {
         chars.next();
     }
     PathBuf::from(out)
+}
+
+fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
+    let report = crate::cluster::load(&args.inputs)?;
+    let text = match args.format {
+        ReportFormat::Plain => crate::cluster::render(&report),
+        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+    };
+    output::print(&text)?;
+    Ok(if report.nodes == 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

@@ -7,6 +7,7 @@
 
 pub mod checks;
 pub mod cli;
+pub mod cluster;
 pub mod diagnose;
 pub mod examples;
 pub mod output;

@@ -7,6 +7,7 @@
 
 pub mod bandwidth;
 pub mod bus_id;
+pub mod cluster;
 pub mod cpuset;
 pub mod finding;
 pub mod matrix;
