@@ -48,7 +48,7 @@ fn frames(c: &mut Criterion) {
     let snapshot = cluster();
     assert_eq!(snapshot.topology.gpus.len(), 1024);
     let findings = topo::checks::hardware(&snapshot);
-    let mut app = App::new(UiData { snapshot, nccl: None, findings });
+    let mut app = App::new(UiData { snapshot, nccl: None, findings, cluster: None });
     let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
     let mut group = c.benchmark_group("frame/1024-gpus/200x60");
     for (i, screen) in Screen::ALL.iter().enumerate() {
@@ -59,11 +59,33 @@ fn frames(c: &mut Criterion) {
     }
     group.finish();
 
+    // The cluster screen over 4,096 nodes (3 of 4 like the recorded H100 node,
+    // every 97th with a port down; the rest like the ASUS box).
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshots");
+    let h100 = Snapshot::load(&fixtures.join("ibm-gx3d-h100x8-nvml.yaml")).unwrap();
+    let asus = Snapshot::load(&fixtures.join("asus-esc8000a-e12.yaml")).unwrap();
+    let nodes = (0..4096)
+        .map(|i| {
+            let mut node = if i % 4 == 3 { asus.clone() } else { h100.clone() };
+            node.host.hostname = Some(format!("node-{i:05}"));
+            if i % 97 == 0 && i % 4 != 3 {
+                node.topology.nics[0].ports[0].state = Some("DOWN".into());
+            }
+            topo_model::cluster::NodeFacts::from_snapshot(&node, &format!("node-{i:05}.json"), &[])
+        })
+        .collect();
+    let report = topo_model::cluster::analyse(nodes, Vec::new(), Vec::new());
+    let cluster = Some(topo_tui::ClusterView { report, open: Box::new(|_| None) });
+    let mut app = App::new(UiData { snapshot: h100.clone(), nccl: None, findings: Vec::new(), cluster });
+    c.bench_function("frame/cluster-4096-nodes/200x60", |b| {
+        b.iter(|| terminal.draw(|frame| topo_tui::ui::draw(frame, &mut app)).unwrap().area)
+    });
+
     c.bench_function("first-frame/h100-sxm-8gpu", |b| {
         b.iter(|| {
             let snapshot = sources::load(Origin::Example("h100-sxm-8gpu")).unwrap();
             let findings = topo::checks::hardware(&snapshot);
-            let mut app = App::new(UiData { snapshot, nccl: None, findings });
+            let mut app = App::new(UiData { snapshot, nccl: None, findings, cluster: None });
             let mut terminal = Terminal::new(TestBackend::new(200, 60)).unwrap();
             terminal.draw(|frame| topo_tui::ui::draw(frame, &mut app)).unwrap().area
         })

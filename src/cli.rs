@@ -242,10 +242,13 @@ fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     if interactive && args.origin.from.is_none() && args.origin.example.is_none() {
         eprintln!("topo: probing this machine (sysfs, NVML)...");
     }
+    if let Some(dir) = args.origin.from.as_deref().filter(|p| p.is_dir()) {
+        return show_cluster(dir, &args, interactive);
+    }
     let snapshot = args.origin.load()?;
     report_notices(&snapshot);
     if interactive {
-        return show_ui(snapshot, &args.nccl_log);
+        return show_ui(snapshot, &args.nccl_log, None);
     }
     let text = match args.format {
         ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
@@ -381,9 +384,36 @@ fn this_gpu_node_in(report: &topo_model::nccl::NcclReport) -> Option<Snapshot> {
     (has_gpus && in_log).then_some(snapshot)
 }
 
+/// `show --from DIR`: a directory of node snapshots. The UI opens on the
+/// cluster screen (on the first outlier's node); otherwise the cluster report.
+fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> anyhow::Result<ExitCode> {
+    let report = crate::cluster::load(&[dir.to_path_buf()])?;
+    if !interactive {
+        let text = match args.format {
+            ShowFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+            ShowFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+            _ => crate::cluster::render(&report),
+        };
+        output::print(&text)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let open: topo_tui::OpenNode = Box::new(|file: &str| {
+        let snapshot = Snapshot::load(Path::new(file)).ok()?;
+        let findings = crate::checks::hardware(&snapshot);
+        Some((snapshot, findings))
+    });
+    let first = report.classes.first().and_then(|c| {
+        c.outliers.first().map(|o| o.file.clone()).or_else(|| c.files.first().map(|(_, file)| file.clone()))
+    });
+    let Some((snapshot, _)) = first.as_deref().and_then(&open) else {
+        anyhow::bail!("{}: no readable snapshot", dir.display());
+    };
+    show_ui(snapshot, &args.nccl_log, Some(topo_tui::ClusterView { report, open }))
+}
+
 /// Opens the terminal UI on `snapshot`, with the findings for it (and for the
 /// logs, when given) computed first: the UI only draws.
-fn show_ui(snapshot: Snapshot, logs: &[PathBuf]) -> anyhow::Result<ExitCode> {
+fn show_ui(snapshot: Snapshot, logs: &[PathBuf], cluster: Option<topo_tui::ClusterView>) -> anyhow::Result<ExitCode> {
     let nccl = (!logs.is_empty()).then(|| {
         let mut report = sources::nccl_report(logs);
         report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
@@ -398,7 +428,7 @@ fn show_ui(snapshot: Snapshot, logs: &[PathBuf]) -> anyhow::Result<ExitCode> {
         Some(report) => crate::diagnose::diagnose(report, Some(&snapshot)),
         None => crate::checks::hardware(&snapshot),
     };
-    let mut app = topo_tui::App::new(topo_tui::UiData { snapshot, nccl, findings });
+    let mut app = topo_tui::App::new(topo_tui::UiData { snapshot, nccl, findings, cluster });
     topo_tui::terminal::run(&mut app).context("terminal UI")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -110,3 +110,38 @@ fn nothing_readable_is_exit_2() {
     std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
     Command::cargo_bin("topo").unwrap().arg("cluster").arg(dir.path()).assert().code(2);
 }
+
+/// `topo show --from DIR` in the UI: the cluster screen lists the classes with
+/// outliers first; Enter on an outlier opens that node on the other screens.
+#[test]
+fn cluster_screen_and_drill_down() {
+    use topo_tui::ratatui::Terminal;
+    use topo_tui::ratatui::backend::TestBackend;
+    use topo_tui::ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let report = topo::cluster::load(&[dir.path().to_path_buf()]).unwrap();
+    let open: topo_tui::OpenNode = Box::new(|file: &str| {
+        let snapshot = Snapshot::load(Path::new(file)).ok()?;
+        let findings = topo::checks::hardware(&snapshot);
+        Some((snapshot, findings))
+    });
+    let (snapshot, findings) = open(&report.classes[0].outliers[0].file).unwrap();
+    let cluster = Some(topo_tui::ClusterView { report, open });
+    let mut app = topo_tui::App::new(topo_tui::UiData { snapshot, nccl: None, findings, cluster });
+    assert_eq!(app.screen, topo_tui::Screen::Cluster);
+    let mut terminal = Terminal::new(TestBackend::new(120, 24)).unwrap();
+    let mut draw = |app: &mut topo_tui::App| {
+        terminal.draw(|frame| topo_tui::ui::draw(frame, app)).unwrap();
+        terminal.backend().to_string().replace(&dir.path().display().to_string(), "DIR")
+    };
+    insta::assert_snapshot!("cluster-screen-120x24", draw(&mut app));
+    // Row 0 is the class heading, 1 and 2 the outliers: open h100-02.
+    for code in [KeyCode::Down, KeyCode::Down, KeyCode::Enter] {
+        app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+    assert_eq!(app.screen, topo_tui::Screen::Overview);
+    assert_eq!(app.data.snapshot.host.hostname.as_deref(), Some("h100-02"));
+    assert!(draw(&mut app).contains("nvlink-inactive"), "the opened node's own findings");
+}

@@ -27,7 +27,7 @@ fn app(snapshot: &str, logs: &[&str], keep_gpus: Option<usize>) -> App {
         Some(report) => topo::diagnose::diagnose(report, Some(&snapshot)),
         None => topo::checks::hardware(&snapshot),
     };
-    App::new(UiData { snapshot, nccl, findings })
+    App::new(UiData { snapshot, nccl, findings, cluster: None })
 }
 
 const H100: &str = "tests/fixtures/snapshots/ibm-gx3d-h100x8-nvml.yaml";

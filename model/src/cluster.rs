@@ -132,6 +132,8 @@ pub struct ClusterReport {
 pub struct ClassReport {
     pub class: String,
     pub hosts: Vec<String>,
+    /// Each node's snapshot file, by host.
+    pub files: Vec<(String, String)>,
     /// The majority value of every fact, with how many nodes share it.
     pub typical: BTreeMap<String, (String, usize)>,
     /// Nodes that differ from the majority, most different first.
@@ -225,5 +227,7 @@ fn class_report(class: String, nodes: Vec<NodeFacts>) -> ClassReport {
         .collect();
     let mut hosts: Vec<String> = nodes.iter().map(|n| n.host.clone()).collect();
     hosts.sort();
-    ClassReport { class, hosts, typical, outliers }
+    let mut files: Vec<(String, String)> = nodes.iter().map(|n| (n.host.clone(), n.file.clone())).collect();
+    files.sort();
+    ClassReport { class, hosts, files, typical, outliers }
 }

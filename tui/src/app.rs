@@ -3,6 +3,7 @@
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
+use topo_model::cluster::ClusterReport;
 use topo_model::nccl::NcclReport;
 use topo_model::{Finding, Matrix, Snapshot};
 
@@ -16,10 +17,23 @@ pub struct UiData {
     pub nccl: Option<NcclReport>,
     /// `topo diagnose` findings for this node (and the log, when given).
     pub findings: Vec<Finding>,
+    /// With a directory of snapshots: the cluster, and how to open one node's
+    /// file (its snapshot and findings) when the user drills into it.
+    pub cluster: Option<ClusterView>,
+}
+
+/// Loads one node's snapshot file and its findings (provided by the caller: the
+/// UI does not compute findings itself).
+pub type OpenNode = Box<dyn Fn(&str) -> Option<(Snapshot, Vec<Finding>)>>;
+
+pub struct ClusterView {
+    pub report: ClusterReport,
+    pub open: OpenNode,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Screen {
+    Cluster,
     Overview,
     Matrix,
     Pcie,
@@ -42,6 +56,7 @@ impl Screen {
 
     pub fn title(self) -> &'static str {
         match self {
+            Screen::Cluster => "Cluster",
             Screen::Overview => "Overview",
             Screen::Matrix => "Matrix",
             Screen::Pcie => "PCIe",
@@ -52,8 +67,12 @@ impl Screen {
         }
     }
 
-    fn index(self) -> usize {
-        Screen::ALL.iter().position(|s| *s == self).unwrap_or(0)
+    /// Slot in the per-screen selection table.
+    fn slot(self) -> usize {
+        match self {
+            Screen::Cluster => 7,
+            other => Screen::ALL.iter().position(|s| *s == other).unwrap_or(0),
+        }
     }
 }
 
@@ -89,8 +108,8 @@ pub struct App {
     pub filter: String,
     pub editing_filter: bool,
     pub cell: (usize, usize),
-    /// Selected row per list screen (PCIe, NVLink, NCCL, Findings).
-    pub rows: [usize; 7],
+    /// Selected row per list screen (PCIe, NVLink, NCCL, Findings, Cluster).
+    pub rows: [usize; 8],
     pub collapsed: std::collections::BTreeSet<topo_model::BusId>,
     pub quit: bool,
     pub hits: HitAreas,
@@ -102,17 +121,18 @@ impl App {
         let tree = crate::pcie::rows(&data.snapshot.topology);
         // Start on the first pair rather than a device and itself.
         let cell = if matrix.endpoints.len() > 1 { (0, 1) } else { (0, 0) };
+        let screen = if data.cluster.is_some() { Screen::Cluster } else { Screen::Overview };
         App {
             data,
             matrix,
             tree,
-            screen: Screen::Overview,
+            screen,
             help: false,
             details: false,
             filter: String::new(),
             editing_filter: false,
             cell,
-            rows: [0; 7],
+            rows: [0; 8],
             collapsed: Default::default(),
             quit: false,
             hits: HitAreas::default(),
@@ -120,11 +140,25 @@ impl App {
     }
 
     pub fn row(&self) -> usize {
-        self.rows[self.screen.index()]
+        self.rows[self.screen.slot()]
     }
 
     fn row_mut(&mut self) -> &mut usize {
-        &mut self.rows[self.screen.index()]
+        &mut self.rows[self.screen.slot()]
+    }
+
+    /// The screens on the tab bar: the cluster first when there is one.
+    pub fn screens(&self) -> Vec<Screen> {
+        let mut screens = Vec::with_capacity(8);
+        if self.data.cluster.is_some() {
+            screens.push(Screen::Cluster);
+        }
+        screens.extend(Screen::ALL);
+        screens
+    }
+
+    fn position(&self) -> usize {
+        self.screens().iter().position(|s| *s == self.screen).unwrap_or(0)
     }
 
     /// Rows the current list screen shows (after the filter), for moving the selection.
@@ -134,6 +168,7 @@ impl App {
             Screen::NvLink => crate::nvlink::rows(self).len(),
             Screen::Nccl => crate::nccl::communicators(self).len(),
             Screen::Findings => crate::findings::visible(self).len(),
+            Screen::Cluster => crate::cluster::rows(self).len(),
             _ => 0,
         }
     }
@@ -170,9 +205,9 @@ impl App {
         match key.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') => self.help = true,
-            KeyCode::Tab => self.switch((self.screen.index() + 1) % Screen::ALL.len()),
-            KeyCode::BackTab => self.switch((self.screen.index() + Screen::ALL.len() - 1) % Screen::ALL.len()),
-            KeyCode::Char(c @ '1'..='7') => self.switch(c as usize - '1' as usize),
+            KeyCode::Tab => self.switch((self.position() + 1) % self.screens().len()),
+            KeyCode::BackTab => self.switch((self.position() + self.screens().len() - 1) % self.screens().len()),
+            KeyCode::Char(c @ '1'..='8') => self.switch(c as usize - '1' as usize),
             KeyCode::Char('/') => {
                 self.editing_filter = true;
                 self.filter.clear();
@@ -204,7 +239,9 @@ impl App {
                 let (x, y) = (mouse.column, mouse.row);
                 let inside = |r: &Rect| x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height;
                 if let Some((_, screen)) = self.hits.tabs.iter().find(|(r, _)| inside(r)) {
-                    self.switch(screen.index());
+                    self.screen = *screen;
+                    self.details = false;
+                    self.filter.clear();
                     return;
                 }
                 if self.screen == Screen::Matrix
@@ -234,16 +271,35 @@ impl App {
         }
     }
 
+    /// To the screen at `index` on the tab bar (ignored past its end).
     fn switch(&mut self, index: usize) {
-        self.screen = Screen::ALL[index.min(Screen::ALL.len() - 1)];
-        self.details = false;
-        self.filter.clear();
+        if let Some(screen) = self.screens().get(index) {
+            self.screen = *screen;
+            self.details = false;
+            self.filter.clear();
+        }
+    }
+
+    /// Drills into a node of the cluster: its snapshot and findings replace the
+    /// shown ones, and the Overview opens on it.
+    fn open_node(&mut self) {
+        let Some(file) = crate::cluster::rows(self).get(self.row()).and_then(|r| r.file.clone()) else { return };
+        let Some((snapshot, findings)) = self.data.cluster.as_ref().and_then(|c| (c.open)(&file)) else { return };
+        self.matrix = snapshot.topology.matrix();
+        self.tree = crate::pcie::rows(&snapshot.topology);
+        self.cell = if self.matrix.endpoints.len() > 1 { (0, 1) } else { (0, 0) };
+        self.collapsed.clear();
+        self.rows[..7].fill(0);
+        self.data.snapshot = snapshot;
+        self.data.findings = findings;
+        self.screen = Screen::Overview;
     }
 
     fn enter(&mut self) {
         match self.screen {
             Screen::Pcie => self.toggle_selected(),
             Screen::Matrix | Screen::Findings | Screen::Nccl | Screen::NvLink => self.details = !self.details,
+            Screen::Cluster => self.open_node(),
             _ => {}
         }
     }

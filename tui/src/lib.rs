@@ -5,6 +5,7 @@
 
 pub mod app;
 mod bandwidth;
+mod cluster;
 mod findings;
 mod list;
 mod matrix;
@@ -16,7 +17,7 @@ mod style;
 pub mod terminal;
 pub mod ui;
 
-pub use app::{App, Screen, UiData};
+pub use app::{App, ClusterView, OpenNode, Screen, UiData};
 
 /// The ratatui this crate draws with, for tests and embedders (TestBackend, key events).
 pub use ratatui;

@@ -28,6 +28,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
     draw_tabs(frame, app, tabs);
     match app.screen {
+        Screen::Cluster => crate::cluster::draw(frame, app, body),
         Screen::Overview => crate::overview::draw(frame, app, body),
         Screen::Matrix => crate::matrix::draw(frame, app, body),
         Screen::Pcie => crate::pcie::draw(frame, app, body),
@@ -44,7 +45,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     } else if !app.filter.is_empty() {
         Line::raw(format!("filter \"{}\" (Esc clears) · ? help · q quit", app.filter))
     } else {
-        Line::styled("Tab/1-7 screens · arrows/hjkl move · Enter details · / filter · ? help · q quit", style::dim())
+        Line::styled("Tab/digits screens · arrows move · Enter details · / filter · ? help · q quit", style::dim())
     };
     frame.render_widget(Paragraph::new(hint), footer);
     if app.help {
@@ -56,7 +57,7 @@ fn draw_tabs(frame: &mut Frame, app: &mut App, area: Rect) {
     let host = app.data.snapshot.host.hostname.clone().unwrap_or_else(|| "topo".into());
     let mut spans = vec![Span::styled(format!(" {host} "), style::heading())];
     let mut x = area.x + host.chars().count() as u16 + 2;
-    for (i, screen) in Screen::ALL.iter().enumerate() {
+    for (i, screen) in app.screens().iter().enumerate() {
         let label = format!(" {} {} ", i + 1, screen.title());
         let width = label.chars().count() as u16;
         let tab_style = if *screen == app.screen { style::selected() } else { Default::default() };
@@ -74,9 +75,9 @@ const HELP: &[(&str, &str)] = &[
     ("q, Ctrl-c", "quit"),
     ("?", "this help (any key closes it)"),
     ("Tab, Shift-Tab", "next / previous screen"),
-    ("1 .. 7", "Overview, Matrix, PCIe, NVLink, NCCL, Bandwidth, Findings"),
+    ("1 .. 8", "the screens in tab order (Cluster first when there is one)"),
     ("arrows, h j k l", "move; PgUp/PgDn, g/G jump"),
-    ("Enter", "details (path, finding); fold a PCIe subtree"),
+    ("Enter", "details (path, finding); fold a PCIe subtree; open a cluster node"),
     ("Space", "fold a PCIe subtree"),
     ("Esc", "back: close details, clear the filter"),
     ("/", "filter the rows of list screens"),
