@@ -32,6 +32,8 @@ enum Command {
     Preflight(PreflightArgs),
     /// Make sense of many nodes' snapshots: hardware classes and the nodes that differ.
     Cluster(ClusterArgs),
+    /// Live probes on the GPUs (this build: the multi-node rendezvous check and the library search).
+    Probe(ProbeArgs),
     /// List the bundled example machines.
     Examples,
 }
@@ -67,6 +69,24 @@ struct PreflightArgs {
     /// Live bandwidth checks (they arrive with `topo probe`).
     #[arg(long, value_enum, default_value = "none")]
     probe: ProbeLevel,
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    /// Only meet the other ranks through the launcher's environment (torchrun,
+    /// Slurm, Open MPI, PMI) and exchange an id, as before a collective.
+    #[arg(long)]
+    check_rendezvous: bool,
+    /// Rank 0's address when the launcher does not give MASTER_ADDR.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    master: Option<String>,
+    /// Every rank gives up after this many seconds, naming the missing ranks.
+    #[arg(long, value_name = "SECONDS", default_value = "60")]
+    timeout: u64,
+    /// libnccl.so.2 (or its directory) when it is not found on its own.
+    /// (Or the TOPO_NCCL_LIBRARY environment variable.)
+    #[arg(long, value_name = "PATH")]
+    nccl_lib: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -213,6 +233,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Diagnose(args) => diagnose(args),
         Command::Preflight(args) => preflight(args),
         Command::Cluster(args) => cluster(args),
+        Command::Probe(args) => probe(args),
         Command::Examples => {
             let mut text = String::new();
             for example in crate::examples::EXAMPLES {
@@ -474,4 +495,40 @@ fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     };
     output::print(&text)?;
     Ok(if report.nodes == 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+}
+
+fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    use crate::probe::{launcher, libraries};
+    let timeout = std::time::Duration::from_secs(args.timeout);
+    if args.check_rendezvous {
+        let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+        let Some(launch) = launcher::detect(&env, args.master.as_deref())? else {
+            anyhow::bail!(
+                "no launcher found (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/SIZE): run under torchrun, srun or mpirun"
+            );
+        };
+        let host =
+            std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
+        let line = crate::probe::check_rendezvous(&launch, &host, timeout)?;
+        output::print(&(line + "\n"))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let libraries::Found::Missing { looked } = libraries::cuda_driver() {
+        anyhow::bail!(libraries::describe_missing(
+            "libcuda.so.1 (the NVIDIA driver)",
+            &looked,
+            "install the driver, or add its directory to LD_LIBRARY_PATH"
+        ));
+    }
+    let nccl_lib = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
+    if let libraries::Found::Missing { looked } = libraries::nccl(nccl_lib.as_deref()) {
+        anyhow::bail!(libraries::describe_missing(
+            "libnccl.so.2",
+            &looked,
+            "pip install nvidia-nccl-cu12, or point --nccl-lib / TOPO_NCCL_LIBRARY at it"
+        ));
+    }
+    anyhow::bail!(
+        "the live measurements (copies, collectives) are not in this build yet; `topo probe --check-rendezvous` checks the multi-node path"
+    )
 }

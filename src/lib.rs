@@ -12,5 +12,6 @@ pub mod diagnose;
 pub mod examples;
 pub mod output;
 pub mod preflight;
+pub mod probe;
 pub mod sources;
 pub mod views;
