@@ -303,3 +303,24 @@ fn bootstrap_names_and_ib_errors_on_edited_real_logs() {
     assert_eq!(net.evidence.len(), 2, "{net:#?}");
     assert!(net.evidence[0].at.ends_with("errors.log:369") && net.evidence[0].text.contains("status=12"), "{net:#?}");
 }
+
+/// Labelled edit of 044: host gpu40 lists five HCAs (mlx5_4 missing on both of
+/// its processes), the other hosts six.
+#[test]
+fn a_host_with_a_different_nic_list_is_a_rank_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let edited = real("044").replace(
+        "gpu40:9455:9487 [0] NCCL INFO NET/IB : Using [0]mlx5_2:1/IB/SHARP [1]mlx5_0:1/IB/SHARP [2]mlx5_6:1/IB/SHARP [3]mlx5_8:1/IB/SHARP [4]mlx5_9:1/IB/SHARP [5]mlx5_4:1/IB/SHARP",
+        "gpu40:9455:9487 [0] NCCL INFO NET/IB : Using [0]mlx5_2:1/IB/SHARP [1]mlx5_0:1/IB/SHARP [2]mlx5_6:1/IB/SHARP [3]mlx5_8:1/IB/SHARP [4]mlx5_9:1/IB/SHARP",
+    ).replace(
+        "gpu40:9456:9488 [1] NCCL INFO NET/IB : Using [0]mlx5_2:1/IB/SHARP [1]mlx5_0:1/IB/SHARP [2]mlx5_6:1/IB/SHARP [3]mlx5_8:1/IB/SHARP [4]mlx5_9:1/IB/SHARP [5]mlx5_4:1/IB/SHARP",
+        "gpu40:9456:9488 [1] NCCL INFO NET/IB : Using [0]mlx5_2:1/IB/SHARP [1]mlx5_0:1/IB/SHARP [2]mlx5_6:1/IB/SHARP [3]mlx5_8:1/IB/SHARP [4]mlx5_9:1/IB/SHARP",
+    );
+    let found = findings_of_text(dir.path(), "nics.log", &edited, &[]);
+    let mismatch = found.iter().find(|f| f.code == "rank-mismatch").unwrap_or_else(|| panic!("{found:#?}"));
+    assert_eq!(mismatch.evidence.len(), 1, "{mismatch:#?}");
+    assert!(mismatch.evidence[0].text.starts_with("gpu40 uses mlx5_2:1/IB/SHARP"), "{mismatch:#?}");
+    assert!(!mismatch.evidence[0].text.contains(
+        "gpu40 uses mlx5_2:1/IB/SHARP mlx5_0:1/IB/SHARP mlx5_6:1/IB/SHARP mlx5_8:1/IB/SHARP mlx5_9:1/IB/SHARP mlx5_4"
+    ));
+}

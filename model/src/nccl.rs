@@ -309,6 +309,10 @@ pub struct Network {
     pub bootstrap: Vec<String>,
     /// `NET/IB : No device found.` was printed.
     pub ib_not_found: bool,
+    /// The network devices each host listed, to compare hosts (absent when
+    /// the log names no host).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub devices_by_host: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

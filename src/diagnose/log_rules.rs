@@ -404,11 +404,25 @@ fn rank_mismatch(inputs: &Inputs) -> Option<Finding> {
             evidence.push(fact("environment", format!("{} only; not on {}", values.join("; "), missing.join(", "))));
         }
     }
+    // NIC lists: hosts whose devices differ from the most common list.
+    let lists = &report.network.devices_by_host;
+    if lists.len() > 1 {
+        let mut counts: BTreeMap<&Vec<String>, usize> = BTreeMap::new();
+        for devices in lists.values() {
+            *counts.entry(devices).or_default() += 1;
+        }
+        if let Some((common, _)) = counts.iter().max_by_key(|(_, n)| **n) {
+            for (host, devices) in lists.iter().filter(|(_, d)| d != common) {
+                let text = format!("{host} uses {} while most hosts use {}", devices.join(" "), common.join(" "));
+                evidence.push(fact("network", text));
+            }
+        }
+    }
     (!evidence.is_empty()).then(|| {
         Finding::new(
             "rank-mismatch",
             Severity::Warning,
-            "Ranks of one job run with different NCCL versions or settings".into(),
+            "Ranks of one job run with different NCCL versions, settings or NICs".into(),
             evidence,
             "Ranks that disagree on protocol, channel counts or transports build mismatched connections: hangs, \
              `receiving X bytes instead of Y`, or one slow rank.",

@@ -354,7 +354,16 @@ impl LogParser {
                 self.first_line(format!("network/{name}"), line.message);
                 push_unique(&mut self.network.used, name)
             }
-            Event::NetDevices(devices) => devices.into_iter().for_each(|d| push_unique(&mut self.network.devices, d)),
+            Event::NetDevices(devices) => {
+                if let Some(host) = line.host
+                    && (self.network.devices_by_host.len() < MAX_SMALL_TABLE
+                        || self.network.devices_by_host.contains_key(host))
+                {
+                    let listed = self.network.devices_by_host.entry(host.to_string()).or_default();
+                    devices.iter().for_each(|d| push_unique(listed, d));
+                }
+                devices.into_iter().for_each(|d| push_unique(&mut self.network.devices, d))
+            }
             Event::NetIbNotFound => {
                 self.first_line("net-ib-not-found".to_string(), line.message);
                 self.network.ib_not_found = true
@@ -714,7 +723,18 @@ impl LogParser {
             hosts: host_list,
             processes: processes.len() as u64,
             communicators,
-            network: self.network,
+            network: Network {
+                // Merged under each host's canonical name, as everywhere else.
+                devices_by_host: {
+                    let mut merged: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                    for (host, devices) in &self.network.devices_by_host {
+                        let listed = merged.entry(rename(host)).or_default();
+                        devices.iter().for_each(|d| push_unique(listed, d));
+                    }
+                    merged
+                },
+                ..self.network
+            },
             env_overrides,
             warnings,
             warning_count: self.warning_count,
