@@ -28,6 +28,26 @@ pub(crate) fn short_find(bytes: &[u8], byte: u8) -> Option<usize> {
     chunks.remainder().iter().position(|b| *b == byte).map(|i| offset + i)
 }
 
+/// String equality for the short strings compared on every COLL line
+/// (collective names, communicator pointers): overlapping word loads instead
+/// of a `memcmp` call.
+pub(crate) fn short_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if !(8..=16).contains(&a.len()) {
+        return a == b;
+    }
+    let word = |bytes: &[u8], at: usize| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_le_bytes(word)
+    };
+    let last = a.len() - 8;
+    word(a, 0) == word(b, 0) && word(a, last) == word(b, last)
+}
+
 /// A run of ASCII digits as a number: `None` if empty, if anything else is in
 /// it, or if it may overflow (more than 19 digits). Cheaper than `str::parse`,
 /// which also accepts a sign.
@@ -61,6 +81,16 @@ mod tests {
             }
             assert_eq!(short_find(&vec![b'x'; len], b' '), None);
         }
+    }
+
+    #[test]
+    fn short_equality() {
+        assert!(short_eq("0x7f372005a200", "0x7f372005a200"));
+        assert!(!short_eq("0x7f372005a200", "0x7f372005a210"));
+        assert!(!short_eq("0x7f372005a200", "0x7f372005a20"));
+        assert!(short_eq("AllReduce", "AllReduce") && !short_eq("AllGather", "AllReduce"));
+        assert!(short_eq("a", "a") && !short_eq("a", "b") && short_eq("", ""));
+        assert!(!short_eq("0123456789abcdefX", "0123456789abcdefY"));
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod bytes;
 mod input;
 pub mod message;
 pub mod prefix;
+mod prefix_cache;
 mod report;
 mod tuning_table;
 

@@ -13,8 +13,10 @@ use topo_model::nccl::{
     TreeNode, TuningChoice, Warning,
 };
 
+use super::bytes::short_eq;
 use super::message::{self, Collective, CommInit, ConnectionLine, Event};
 use super::prefix::{self, Level, LogLine};
+use super::prefix_cache::{Known, PrefixCache};
 
 /// FNV-1a: the keys here are short (hostnames, pointers, small tuples) and
 /// hashed several times per line; SipHash's flood resistance buys nothing when
@@ -144,6 +146,7 @@ pub struct LogParser {
     via: BTreeMap<String, u64>,
     first_lines: BTreeMap<String, LineRef>,
     timeouts: Vec<CollectiveTimeout>,
+    prefixes: PrefixCache,
     /// The 1-based number of the line being read, for `first_lines`.
     line_number: u64,
     init_complete: u64,
@@ -175,6 +178,24 @@ impl LogParser {
         // Most of a long log is COLL lines in NCCL's plain prefix: read those
         // without the general splitter's full-line scan. (A line with another
         // process's prefix glued in fails the COLL shape and takes the general path.)
+        if let Some(known) = self.prefixes.get(text) {
+            let (prefix_len, host, pid, tid, cuda_dev, host_slot) =
+                (known.prefix.len(), known.host, known.pid, known.tid, known.cuda_dev, known.host_slot);
+            let message = &text[prefix_len..];
+            if message.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+                && let Some(Event::Collective(op)) = message::collective(message)
+            {
+                let host = host.and_then(|(from, to)| text.get(from..to));
+                let line =
+                    LogLine { level: Level::Info, host, pid, tid, cuda_dev, source: None, message, interrupted: false };
+                self.nccl_lines += 1;
+                // The pid was recorded when the prefix was first seen.
+                self.line_host = host_slot;
+                self.line_state().lines += 1;
+                self.collective(&line, op);
+                return;
+            }
+        }
         if let Some(line) = prefix::split_plain_info(text)
             && line.message.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
             && let Some(Event::Collective(op)) = message::collective(line.message)
@@ -186,6 +207,15 @@ impl LogParser {
             if !state.pids.contains(&line.pid) && state.pids.len() < MAX_PROGRESS {
                 state.pids.insert(line.pid);
             }
+            let known = Known {
+                prefix: Box::default(),
+                host: None,
+                pid: line.pid,
+                tid: line.tid,
+                cuda_dev: line.cuda_dev,
+                host_slot: self.line_host,
+            };
+            self.prefixes.insert(text, line.message, line.host, known);
             self.collective(&line, op);
             return;
         }
@@ -569,7 +599,7 @@ impl LogParser {
         };
         let last = self.last_collective_op;
         let index = match self.collectives.get(last) {
-            Some((name, _)) if name == op.op => Some(last),
+            Some((name, _)) if short_eq(name, op.op) => Some(last),
             _ => self.collective_index.get(op.op).copied().or_else(|| {
                 (self.collectives.len() < MAX_SMALL_TABLE).then(|| {
                     self.collectives.push((op.op.to_string(), (0, [0; 65], 0)));
@@ -591,7 +621,7 @@ impl LogParser {
             .line_state()
             .last_collective
             .iter()
-            .find(|(pid, last, ..)| *pid == line.pid && last == pointer)
+            .find(|(pid, last, ..)| *pid == line.pid && short_eq(last, pointer))
             .map(|(_, _, comm, slot)| (*comm, *slot));
         let (index, slot) = match cached {
             Some(hit) => hit,
