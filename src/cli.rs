@@ -108,8 +108,9 @@ enum FailOn {
 
 #[derive(Args)]
 struct DiagnoseArgs {
-    /// NCCL_DEBUG=INFO logs (files, .gz, directories, `-` for stdin), as for `topo nccl`.
-    #[arg(required = true, value_name = "LOG")]
+    /// NCCL_DEBUG=INFO logs (files, .gz, directories, `-` for stdin), as for `topo nccl`;
+    /// none when `--from` names a snapshot that holds a report (`snapshot --nccl-log`).
+    #[arg(value_name = "LOG")]
     inputs: Vec<PathBuf>,
     /// A snapshot or NCCL topology XML of the node the job ran on. Without it, on a
     /// GPU node that appears in the log, this machine is probed.
@@ -223,6 +224,10 @@ struct SnapshotArgs {
     /// Defaults to JSON when FILE ends in `.json`, else YAML.
     #[arg(long, value_enum)]
     format: Option<SnapshotFormat>,
+    /// NCCL_DEBUG=INFO logs of a job on this node: parsed, annotated with the
+    /// hardware paths and kept in the snapshot.
+    #[arg(long, value_name = "LOG", num_args = 1..)]
+    nccl_log: Vec<PathBuf>,
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -283,8 +288,16 @@ fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
-    let snapshot = args.origin.load()?;
+    let mut snapshot = args.origin.load()?;
     report_notices(&snapshot);
+    if !args.nccl_log.is_empty() {
+        let mut report = sources::nccl_report(&args.nccl_log);
+        for error in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
+            eprintln!("topo: error: {error}");
+        }
+        report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+        snapshot.nccl = Some(report);
+    }
     let json_by_name = args.output.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
     let format = args.format.unwrap_or(if json_by_name { SnapshotFormat::Json } else { SnapshotFormat::Yaml });
     let text = match format {
@@ -332,7 +345,13 @@ fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
 
 fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let mut machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
-    let mut report = sources::nccl_report(&args.inputs);
+    let mut report = match (args.inputs.is_empty(), machine.as_ref().and_then(|m| m.nccl.clone())) {
+        (false, _) => sources::nccl_report(&args.inputs),
+        (true, Some(report)) => report,
+        (true, None) => {
+            anyhow::bail!("no log given, and no --from snapshot holding an NCCL report (topo snapshot --nccl-log)")
+        }
+    };
     if machine.is_none() && !args.log_only {
         machine = this_gpu_node_in(&report);
     }
@@ -435,11 +454,15 @@ fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> anyhow::Resul
 /// Opens the terminal UI on `snapshot`, with the findings for it (and for the
 /// logs, when given) computed first: the UI only draws.
 fn show_ui(snapshot: Snapshot, logs: &[PathBuf], cluster: Option<topo_tui::ClusterView>) -> anyhow::Result<ExitCode> {
-    let nccl = (!logs.is_empty()).then(|| {
-        let mut report = sources::nccl_report(logs);
-        report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
-        report
-    });
+    // Logs given now win over a report the snapshot carries.
+    let nccl = match logs.is_empty() {
+        true => snapshot.nccl.clone(),
+        false => {
+            let mut report = sources::nccl_report(logs);
+            report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+            Some(report)
+        }
+    };
     if let Some(report) = &nccl {
         for input in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
             eprintln!("topo: error: {input}");

@@ -324,3 +324,29 @@ fn a_host_with_a_different_nic_list_is_a_rank_mismatch() {
         "gpu40 uses mlx5_2:1/IB/SHARP mlx5_0:1/IB/SHARP mlx5_6:1/IB/SHARP mlx5_8:1/IB/SHARP mlx5_9:1/IB/SHARP mlx5_4"
     ));
 }
+
+/// `topo snapshot --nccl-log` keeps the parsed, annotated report in the
+/// snapshot; `diagnose --from` it needs no log then.
+#[test]
+fn a_snapshot_can_carry_the_job_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dir.path().join("node.yaml");
+    let machine = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/snapshots/ibm-gx3d-h100x8-nvml.yaml");
+    Command::cargo_bin("topo")
+        .unwrap()
+        .args(["snapshot", "--from", machine.to_str().unwrap(), "--nccl-log", log("052").to_str().unwrap(), "-o"])
+        .arg(&node)
+        .assert()
+        .success();
+    let snapshot = topo_model::Snapshot::load(&node).unwrap();
+    assert_eq!(snapshot.nccl.as_ref().unwrap().nccl_versions, ["2.20.5+cuda12.4"]);
+    let carried: Vec<String> = findings(&["--from", node.to_str().unwrap()]).into_iter().map(|f| f.code).collect();
+    let direct: Vec<String> = findings(&[log("052").to_str().unwrap(), "--from", machine.to_str().unwrap()])
+        .into_iter()
+        .map(|f| f.code)
+        .collect();
+    assert_eq!(carried, direct);
+    assert!(carried.contains(&"p2p-not-used".to_string()));
+    // Neither a log nor a carried report: exit 2.
+    Command::cargo_bin("topo").unwrap().args(["diagnose", "--from", machine.to_str().unwrap()]).assert().code(2);
+}

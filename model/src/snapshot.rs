@@ -28,6 +28,10 @@ pub struct Snapshot {
     /// NVML's raw answers, when the node had an NVIDIA driver (replayed by `show`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nvml: Option<NvmlRecording>,
+    /// A job's NCCL log, parsed (`topo snapshot --nccl-log`), so the node and
+    /// what NCCL made of it travel together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<crate::nccl::NcclReport>,
     /// Warnings raised while probing (unreadable files, missing driver), replayed
     /// with the snapshot so a replay reports what the live run reported.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -99,6 +103,7 @@ impl Snapshot {
             source,
             topology,
             nvml: None,
+            nccl: None,
             notices,
         }
     }
