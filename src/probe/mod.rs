@@ -2,6 +2,7 @@
 //! launcher), meeting the other ranks (rendezvous), and finding the GPU
 //! libraries before anything loads them.
 
+pub mod collectives;
 pub mod launcher;
 pub mod libraries;
 pub mod rendezvous;
