@@ -2,7 +2,11 @@
 //! kind of fault and returns one finding listing every device it affects.
 //! `diagnose --from` and `preflight` both run them.
 
+mod facts;
+mod gpu;
 mod hardware;
+mod host;
+mod pcie;
 
 use topo_model::{BusId, Finding, Snapshot, Topology};
 

@@ -1,0 +1,155 @@
+//! Rules about what the job did: ring paths, timeouts and where each rank
+//! stopped, message sizes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use topo_model::nccl::{Communicator, TransportKind};
+use topo_model::{Evidence, Finding, Severity};
+
+use super::Inputs;
+use super::evidence::{fact, warning_evidence, warnings_matching};
+
+/// Host of each rank in a communicator, where the log says.
+pub(super) fn rank_hosts(comm: &Communicator) -> BTreeMap<u32, &str> {
+    comm.ranks.iter().filter_map(|r| Some((r.rank, r.host.as_deref()?))).collect()
+}
+
+/// Rings that leave a node more often than needed (a ring over N nodes must
+/// cross N times), and same-node hops through SHM or the network where the
+/// GPUs have NVLink (with `--from`).
+pub(super) fn ring_suboptimal(inputs: &Inputs) -> Option<Finding> {
+    let mut evidence = Vec::new();
+    for comm in &inputs.report.communicators {
+        let hosts = rank_hosts(comm);
+        let nodes: BTreeSet<&str> = hosts.values().copied().collect();
+        if nodes.len() > 1 {
+            for ring in &comm.rings {
+                let known = ring.order.iter().all(|r| hosts.contains_key(r));
+                let crossings = (0..ring.order.len())
+                    .filter(|&i| hosts.get(&ring.order[i]) != hosts.get(&ring.order[(i + 1) % ring.order.len()]))
+                    .count();
+                if known && crossings > nodes.len() {
+                    let text = format!(
+                        "comm {} ring {:02} crosses nodes {crossings} times for {} nodes",
+                        comm.id,
+                        ring.channel,
+                        nodes.len()
+                    );
+                    evidence.push(fact("rings", text));
+                }
+            }
+        }
+        for connection in &comm.connections {
+            let nvlink = connection.hardware.as_ref().is_some_and(|h| h.smi.starts_with("NV"));
+            let slow =
+                matches!(connection.transport, TransportKind::Shm | TransportKind::NetIb | TransportKind::NetSocket);
+            if nvlink && slow && connection.cross_node != Some(true) {
+                let hw = connection.hardware.as_ref().map_or(String::new(), |h| h.smi.clone());
+                let text = format!(
+                    "comm {} channel {:02}: {} -> {} via {} although the GPUs are joined by {hw}",
+                    comm.id,
+                    connection.channel,
+                    connection.from,
+                    connection.to.map_or("?".into(), |t| t.to_string()),
+                    connection.detail
+                );
+                evidence.push(fact("connections", text));
+            }
+        }
+    }
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "ring-suboptimal",
+            Severity::Warning,
+            "Rings take slower paths than the hardware offers".into(),
+            evidence,
+            "Every extra node crossing puts the ring's traffic on the network (tens of GB/s) instead of NVLink \
+             (hundreds); a same-node hop through SHM or the NIC where NVLink exists wastes the fastest link.",
+            "Check rank placement (ranks of a node contiguous: srun --distribution=block), that the GPUs can use \
+             P2P (no NCCL_P2P_DISABLE / P2P_LEVEL), and that NCCL sees the real topology (NCCL_TOPO_FILE in VMs).",
+        )
+    })
+}
+
+/// Framework watchdog timeouts and NCCL's own, with where each rank stopped.
+pub(super) fn collective_timeout(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence: Vec<Evidence> = report
+        .timeouts
+        .iter()
+        .map(|t| {
+            let rank = t.rank.map_or("rank ?".into(), |r| format!("rank {r}"));
+            let ran = match (t.ran_ms, t.timeout_ms) {
+                (Some(ran), Some(limit)) => format!(" ran {ran} ms of its {limit} ms limit"),
+                _ => String::new(),
+            };
+            let last = t.last_completed.map_or(String::new(), |c| format!("; last completed work {c}"));
+            let seq = t.seq.map_or(String::new(), |s| format!(" #{s}"));
+            Evidence { at: format!("{}:{}", t.file, t.line), text: format!("{rank}: {}{seq}{ran}{last}", t.op) }
+        })
+        .collect();
+    evidence
+        .extend(warnings_matching(report, &["Timeout", "timed out", "Timed out"]).into_iter().map(warning_evidence));
+    if evidence.is_empty() {
+        return None;
+    }
+    // Where each process stopped, from COLL lines: the one behind is the suspect.
+    let mut by_comm: BTreeMap<&str, Vec<&topo_model::nccl::RankProgress>> = BTreeMap::new();
+    for progress in &report.progress {
+        by_comm.entry(progress.comm.as_str()).or_default().push(progress);
+    }
+    for (comm, processes) in by_comm {
+        let Some(lowest) = processes.iter().map(|p| p.last_op_count).min() else { continue };
+        let highest = processes.iter().map(|p| p.last_op_count).max().unwrap_or(lowest);
+        for p in processes.iter().filter(|p| lowest < highest && p.last_op_count == lowest) {
+            let who = format!("{}:{}", p.host.as_deref().unwrap_or("?"), p.pid.map_or("?".into(), |x| x.to_string()));
+            let text = format!(
+                "comm {comm}: {who} last issued {} opCount {:#x}, others reached {highest:#x}",
+                p.last_op, p.last_op_count
+            );
+            evidence.push(fact("COLL lines", text));
+        }
+    }
+    Some(Finding::new(
+        "collective-timeout",
+        Severity::Error,
+        "Collectives timed out".into(),
+        evidence,
+        "A collective completes only when every rank joins it: one rank that stopped (crashed, stuck in compute or \
+         I/O, or on a dead link) holds all the others until the watchdog kills the job.",
+        "Find the rank that did not arrive (lowest last opCount or completed work, or the one with an earlier \
+         error in its own log); check that node's GPUs, NICs and host logs (XIDs, link errors) before restarting.",
+    ))
+}
+
+pub(super) fn small_messages(inputs: &Inputs) -> Option<Finding> {
+    const SMALL: u64 = 1 << 20;
+    const MIN_CALLS: u64 = 100;
+    let (mut calls, mut small) = (0u64, 0u64);
+    for stats in inputs.report.collectives.values() {
+        calls += stats.calls;
+        small += stats.size_histogram.iter().filter(|(upper, _)| *upper <= SMALL).map(|(_, n)| n).sum::<u64>();
+    }
+    if calls < MIN_CALLS || small * 2 <= calls {
+        return None;
+    }
+    let evidence = inputs
+        .report
+        .collectives
+        .iter()
+        .map(|(name, stats)| {
+            let small: u64 = stats.size_histogram.iter().filter(|(upper, _)| *upper <= SMALL).map(|(_, n)| n).sum();
+            fact("COLL lines", format!("{name}: {} calls, {small} of 1 MiB or less", stats.calls))
+        })
+        .collect();
+    Some(Finding::new(
+        "small-messages",
+        Severity::Info,
+        format!("{small} of {calls} collectives move 1 MiB or less"),
+        evidence,
+        "Small collectives are latency-bound: each pays the launch and synchronisation cost, so the links run \
+         far below their bandwidth.",
+        "Bucket gradients into larger all-reduces (DDP bucket_cap_mb, FSDP/ZeRO bucket sizes), overlap \
+         communication with compute, or use CUDA graphs to cut launch overhead.",
+    ))
+}

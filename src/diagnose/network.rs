@@ -1,0 +1,193 @@
+//! Rules about the network: socket fallback, GPUDirect RDMA, the bootstrap
+//! interface and transport errors.
+
+use topo_model::nccl::TransportKind;
+use topo_model::{Evidence, Finding, NcclClass, NicKind, Severity, Snapshot};
+
+use super::Inputs;
+use super::evidence::{fact, first_line, via_of, warning_evidence, warnings_matching};
+
+pub(super) fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = via_of(report, TransportKind::NetSocket);
+    if report.network.used.iter().any(|n| n == "Socket") {
+        evidence.push(first_line(report, "network/Socket", "Using network Socket".into(), ""));
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    if report.network.ib_not_found {
+        evidence.push(first_line(report, "net-ib-not-found", "NET/IB : No device found".into(), ""));
+    }
+    let mut rdma: Vec<String> = inputs
+        .machine
+        .map(|m| {
+            m.topology
+                .nics
+                .iter()
+                .filter(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce))
+                .map(|n| n.name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    rdma.sort_by_key(|name| topo_model::matrix::natural_key(name));
+    let severity = if rdma.is_empty() { Severity::Warning } else { Severity::Error };
+    if !rdma.is_empty() {
+        evidence.push(fact("snapshot", format!("RDMA devices on the node: {}", rdma.join(", "))));
+    }
+    let mut found = Finding::new(
+        "net-socket-fallback",
+        severity,
+        "NCCL's network traffic goes over TCP sockets".into(),
+        evidence,
+        "The socket transport copies every message through the host and the kernel TCP stack: a fraction \
+         of an InfiniBand/RoCE NIC's bandwidth, with far higher latency and CPU load.",
+        "Check that the RDMA stack is visible to the job (ibv_devinfo inside the container, /dev/infiniband \
+         mounted, the rdma-core libraries and the NCCL net plugin installed); unset NCCL_IB_DISABLE; set \
+         NCCL_IB_HCA if the wrong devices are picked. If the node truly has no RDMA NIC this is expected.",
+    );
+    if !rdma.is_empty() {
+        found.expected = Some(format!("NET/IB over {}", rdma.join(", ")));
+        found.actual = Some("NET/Socket".into());
+    }
+    Some(found)
+}
+
+pub(super) fn rdma_nics(machine: &Snapshot) -> Vec<&topo_model::Nic> {
+    machine.topology.nics.iter().filter(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce)).collect()
+}
+
+/// GPUDirect RDMA off: an HCA NCCL says has it disabled, or InfiniBand hops
+/// without `/GDRDMA`. An error when the snapshot shows a GPU and an RDMA NIC
+/// under one PCIe switch, where GDR should work.
+pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    // NET/Socket prints the same "Disabled" line for its interfaces: not a GDR fault.
+    let socket_device =
+        |hca: &str| report.first_lines.get(&format!("gdr/{hca}")).is_some_and(|l| l.text.starts_with("NET/Socket"));
+    let mut evidence: Vec<Evidence> = report
+        .network
+        .gdr_by_hca
+        .iter()
+        .filter(|(hca, enabled)| !**enabled && !socket_device(hca))
+        .map(|(hca, _)| {
+            first_line(report, &format!("gdr/{hca}"), format!("GPU Direct RDMA Disabled for HCA '{hca}'"), "")
+        })
+        .collect();
+    let ib_hops = via_of(report, TransportKind::NetIb);
+    // GDRDMA on receives only is GDR read left off (the default before 2.12), not GDR missing.
+    if !ib_hops.iter().any(|e| e.text.contains("GDRDMA")) {
+        evidence.extend(ib_hops.iter().cloned());
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    // A job that used no network loses nothing to it; the node's state is still worth knowing.
+    let used_network = report.via.keys().any(|v| v.starts_with("NET/"));
+    let near = inputs.machine.and_then(|m| {
+        let topology = &m.topology;
+        topology.gpus.iter().find_map(|g| {
+            rdma_nics(m).into_iter().find_map(|n| {
+                let class = topology.pcie_path(g.bus_id, n.bus_id?).nccl;
+                matches!(class, NcclClass::Pix | NcclClass::Pxb)
+                    .then(|| format!("{} and {} share a PCIe switch ({class:?})", g.bus_id, n.name))
+            })
+        })
+    });
+    let severity = match (used_network, near.is_some()) {
+        (false, _) => Severity::Info,
+        (true, true) => Severity::Error,
+        (true, false) => Severity::Warning,
+    };
+    if let Some(pair) = near {
+        evidence.push(fact("snapshot", pair));
+    }
+    let title = if used_network {
+        "GPUDirect RDMA is not used for network traffic"
+    } else {
+        "GPUDirect RDMA is disabled on this node's HCAs (this job used no network)"
+    };
+    Some(Finding::new(
+        "gdr-disabled",
+        severity,
+        title.into(),
+        evidence,
+        "Without GDR the NIC reads and writes GPU memory through a bounce buffer in host memory: an extra copy per \
+         message and a PCIe round trip through the CPU, capping inter-node bandwidth.",
+        "Load nvidia_peermem (or use DMA-BUF with the open kernel modules), check NCCL_NET_GDR_LEVEL is not \
+         limiting it, and that GPU and NIC sit under the same PCIe switch.",
+    ))
+}
+
+/// Interfaces that cannot carry traffic between nodes, or are container plumbing.
+pub(super) fn unsuitable_interface(name: &str) -> bool {
+    let name = name.split(':').next().unwrap_or(name);
+    name == "lo"
+        || ["docker", "veth", "virbr", "br-", "cni", "flannel", "tun", "tap", "wg", "tailscale", "CloudflareWARP"]
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+}
+
+pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
+    let network = &inputs.report.network;
+    let mut evidence: Vec<Evidence> = network
+        .bootstrap
+        .iter()
+        .filter(|i| unsuitable_interface(i))
+        .map(|i| first_line(inputs.report, &format!("bootstrap/{i}"), format!("Bootstrap : Using {i}"), ""))
+        .collect();
+    evidence.extend(
+        network
+            .devices
+            .iter()
+            .filter(|d| unsuitable_interface(d))
+            .map(|d| fact("network", format!("NET/Socket device {d}"))),
+    );
+    let mut names: Vec<&str> = network.bootstrap.iter().map(|i| i.split(':').next().unwrap_or(i)).collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.len() > 1 && inputs.report.hosts.len() > 1 {
+        evidence.push(fact("bootstrap", format!("interface names differ between hosts: {}", names.join(", "))));
+    }
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "bootstrap-interface",
+            Severity::Warning,
+            "NCCL picked a loopback, container or VPN interface".into(),
+            evidence,
+            "Bootstrap and socket traffic on loopback cannot reach other nodes (the job hangs at init when \
+             multi-node); on docker/VPN interfaces it is slow or blocked.",
+            "Set NCCL_SOCKET_IFNAME to the cluster network interface (e.g. NCCL_SOCKET_IFNAME=eth0, or \
+             =^lo,docker to exclude), the same on every host.",
+        )
+    })
+}
+
+pub(super) fn net_error(inputs: &Inputs) -> Option<Finding> {
+    let needles = [
+        "Got completion",
+        "status=12",
+        "retry exceeded",
+        "Retry Exceeded",
+        "async event",
+        "IBV_EVENT",
+        "NET/OFI",
+        "Connection reset",
+        "Connection refused",
+        "remote process exited",
+    ];
+    let evidence: Vec<Evidence> =
+        warnings_matching(inputs.report, &needles).into_iter().map(warning_evidence).collect();
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "net-error",
+            Severity::Error,
+            "The network transport reported errors".into(),
+            evidence,
+            "Completion errors, retries and transport failures abort collectives or make NCCL retry, stalling \
+             every rank of the communicator.",
+            "Check the named NIC and port (ibstat, `ibv_devinfo -v`, switch port counters), the fabric plugin's \
+             configuration, and whether a peer process died first (its own log is then the root cause).",
+        )
+    })
+}

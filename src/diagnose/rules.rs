@@ -1,0 +1,26 @@
+//! The log rules, in the order they are run. Each reads the NCCL report, with
+//! the snapshot where it sharpens the verdict (a socket fallback on a node that
+//! has InfiniBand is an error, not a choice).
+
+use topo_model::Finding;
+
+use super::Inputs;
+use super::{job, network, settings};
+
+type Rule = fn(&Inputs) -> Option<Finding>;
+
+pub const RULES: &[Rule] = &[
+    network::net_socket_fallback,
+    network::gdr_disabled,
+    settings::shm_exhausted,
+    settings::p2p_not_used,
+    settings::env_override,
+    settings::rank_mismatch,
+    job::ring_suboptimal,
+    settings::few_channels,
+    settings::cumem_fallback,
+    network::bootstrap_interface,
+    network::net_error,
+    job::collective_timeout,
+    job::small_messages,
+];

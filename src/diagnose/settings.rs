@@ -1,0 +1,231 @@
+//! Rules about how the job was set up: shared memory, P2P, environment
+//! overrides, ranks that disagree, channel counts, cuMem.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use topo_model::nccl::TransportKind;
+use topo_model::{Evidence, Finding, Severity};
+
+use super::Inputs;
+use super::evidence::{fact, first_line, via_of, warning_evidence, warnings_matching};
+use super::network::rdma_nics;
+
+pub(super) fn shm_exhausted(inputs: &Inputs) -> Option<Finding> {
+    let hits = warnings_matching(inputs.report, &["/dev/shm", "shared memory segment", "shmutils"]);
+    let evidence: Vec<Evidence> = hits.iter().map(|w| warning_evidence(w)).collect();
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "shm-exhausted",
+            Severity::Error,
+            "NCCL could not create its shared-memory segments".into(),
+            evidence,
+            "Intra-node transports and proxies need /dev/shm segments; when they cannot be made, \
+             communicator setup fails or falls back to slower paths.",
+            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an \
+             emptyDir with medium: Memory mounted at /dev/shm), and clean stale /dev/shm/nccl-* files.",
+        )
+    })
+}
+
+pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = via_of(report, TransportKind::Shm);
+    evidence.extend(
+        warnings_matching(report, &["Could not enable P2P", "P2P is disabled", "peer access"])
+            .into_iter()
+            .map(warning_evidence),
+    );
+    let limiting: Vec<String> = report
+        .env_overrides
+        .iter()
+        .filter(|e| e.name == "NCCL_P2P_DISABLE" && e.value != "0" || e.name == "NCCL_P2P_LEVEL")
+        .map(|e| format!("{}={}", e.name, e.value))
+        .collect();
+    if evidence.is_empty() {
+        return None;
+    }
+    for setting in &limiting {
+        evidence.push(first_line(report, &format!("env/{setting}"), format!("{setting} set by environment"), ""));
+    }
+    Some(Finding::new(
+        "p2p-not-used",
+        Severity::Warning,
+        "GPUs on the same node talk through host shared memory, not P2P".into(),
+        evidence,
+        "SHM copies go GPU -> host memory -> GPU; P2P over NVLink or a shared PCIe switch moves data \
+         directly, at several times the bandwidth.",
+        if limiting.is_empty() {
+            "Check `nvidia-smi topo -p2p r` for the GPU pairs, IOMMU/ACS settings that block peer access, and \
+             that all ranks of the node see each other's GPUs (same container, CUDA_VISIBLE_DEVICES)."
+        } else {
+            "Remove the P2P-limiting setting from the job's environment unless it works around a known fault."
+        },
+    ))
+}
+
+/// Settings that change NCCL's choices; left over from debugging, they cost bandwidth.
+pub(super) const TUNING_VARIABLES: &[&str] = &[
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_IB_DISABLE",
+    "NCCL_P2P_LEVEL",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_NET_GDR_LEVEL",
+    "NCCL_NET_GDR_READ",
+    "NCCL_CROSS_NIC",
+    "NCCL_BUFFSIZE",
+    "NCCL_NTHREADS",
+    "NCCL_TREE_THRESHOLD",
+    "NCCL_LL_THRESHOLD",
+    "NCCL_CUMEM_ENABLE",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_COLLNET_ENABLE",
+];
+
+pub(super) fn env_override(inputs: &Inputs) -> Option<Finding> {
+    let tuning: Vec<Evidence> = inputs
+        .report
+        .env_overrides
+        .iter()
+        .filter(|e| TUNING_VARIABLES.contains(&e.name.as_str()))
+        // `NCCL_SHM_DISABLE=0` and friends restate the default.
+        .filter(|e| !(e.name.ends_with("_DISABLE") && e.value == "0"))
+        .map(|e| {
+            let key = format!("env/{}={}", e.name, e.value);
+            let hosts = format!(" (hosts: {})", e.hosts.join(", "));
+            first_line(inputs.report, &key, format!("{} set by environment to {}", e.name, e.value), &hosts)
+        })
+        .collect();
+    (!tuning.is_empty()).then(|| {
+        Finding::new(
+            "env-override",
+            Severity::Warning,
+            format!("{} NCCL tuning variable(s) set in the job's environment", tuning.len()),
+            tuning,
+            "These override NCCL's own choice of transport, algorithm, protocol or channel count; set once to \
+             debug a fault, they stay and quietly cap bandwidth on hardware that no longer needs them.",
+            "Remove them unless each is documented as a workaround for this cluster; compare a run without them.",
+        )
+    })
+}
+
+/// Ranks that should agree but do not: NCCL versions, or environment overrides
+/// set on some hosts only or with different values.
+pub(super) fn rank_mismatch(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = Vec::new();
+    if report.nccl_versions.len() > 1 {
+        evidence.push(fact("NCCL version lines", format!("versions in one job: {}", report.nccl_versions.join(", "))));
+    }
+    let mut by_name: BTreeMap<&str, Vec<&topo_model::nccl::EnvOverride>> = BTreeMap::new();
+    for e in &report.env_overrides {
+        by_name.entry(e.name.as_str()).or_default().push(e);
+    }
+    let hosts: BTreeSet<&str> = report.hosts.iter().map(String::as_str).collect();
+    for (name, settings) in by_name {
+        let covered: BTreeSet<&str> = settings.iter().flat_map(|e| e.hosts.iter().map(String::as_str)).collect();
+        let values: Vec<String> =
+            settings.iter().map(|e| format!("{}={} on {}", name, e.value, e.hosts.join(","))).collect();
+        if settings.len() > 1 {
+            evidence.push(fact("environment", format!("different values: {}", values.join("; "))));
+        } else if hosts.len() > 1 && !covered.is_empty() && covered.len() < hosts.len() {
+            let missing: Vec<&str> = hosts.difference(&covered).copied().collect();
+            evidence.push(fact("environment", format!("{} only; not on {}", values.join("; "), missing.join(", "))));
+        }
+    }
+    // NIC lists: hosts whose devices differ from the most common list.
+    let lists = &report.network.devices_by_host;
+    if lists.len() > 1 {
+        let mut counts: BTreeMap<&Vec<String>, usize> = BTreeMap::new();
+        for devices in lists.values() {
+            *counts.entry(devices).or_default() += 1;
+        }
+        if let Some((common, _)) = counts.iter().max_by_key(|(_, n)| **n) {
+            for (host, devices) in lists.iter().filter(|(_, d)| d != common) {
+                let text = format!("{host} uses {} while most hosts use {}", devices.join(" "), common.join(" "));
+                evidence.push(fact("network", text));
+            }
+        }
+    }
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "rank-mismatch",
+            Severity::Warning,
+            "Ranks of one job run with different NCCL versions, settings or NICs".into(),
+            evidence,
+            "Ranks that disagree on protocol, channel counts or transports build mismatched connections: hangs, \
+             `receiving X bytes instead of Y`, or one slow rank.",
+            "Run every rank from the same image with the same environment (and /etc/nccl.conf); set per-job \
+             variables in the launcher, not per host.",
+        )
+    })
+}
+
+/// Channel counts below what the hardware can feed.
+pub(super) fn few_channels(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence: Vec<Evidence> = report
+        .env_overrides
+        .iter()
+        .filter(|e| e.name == "NCCL_MAX_NCHANNELS" && e.value.parse::<u32>().is_ok_and(|n| n < 8))
+        .map(|e| first_line(report, &format!("env/{}={}", e.name, e.value), format!("{}={}", e.name, e.value), ""))
+        .collect();
+    if let Some(machine) = inputs.machine {
+        let nics = rdma_nics(machine).len() as u32;
+        let nvlinked = !machine.topology.nvlinks.is_empty();
+        for comm in &report.communicators {
+            let Some(channels) = &comm.channels else { continue };
+            let multi_node = comm.nnodes.is_some_and(|n| n > 1);
+            let wanted = match (multi_node, nvlinked) {
+                (true, _) if nics > 0 => 2 * nics,
+                (false, true) => 8,
+                _ => continue,
+            };
+            if channels.coll < wanted {
+                let why = if multi_node { format!("{nics} RDMA NICs") } else { "NVLink between the GPUs".into() };
+                let text =
+                    format!("comm {}: {} coll channels for {why} (at least {wanted} expected)", comm.id, channels.coll);
+                evidence.push(fact("channels", text));
+            }
+        }
+    }
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "few-channels",
+            Severity::Warning,
+            "Too few NCCL channels for the hardware".into(),
+            evidence,
+            "Each channel drives one SM's worth of copies over its path; too few cannot fill NVLink or every NIC \
+             (NCCL uses two per NIC across nodes).",
+            "Remove NCCL_MAX_NCHANNELS / low NCCL_MIN_NCHANNELS; if CollNet or the NICs limit it, check every NIC \
+             is in use (NCCL_IB_HCA).",
+        )
+    })
+}
+
+pub(super) fn cumem_fallback(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence: Vec<Evidence> =
+        warnings_matching(report, &["cuMem host allocations do not appear to be working"])
+            .into_iter()
+            .map(warning_evidence)
+            .collect();
+    if report.first_lines.contains_key("cumem-fallback") {
+        evidence.push(first_line(report, "cumem-fallback", String::new(), ""));
+    }
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "cumem-fallback",
+            Severity::Warning,
+            "cuMem host allocations failed; NCCL fell back to /dev/shm".into(),
+            evidence,
+            "Ranks that choose different host-memory paths fail to attach each other's segments (`Error while \
+             attaching to shared memory segment ... (size 0)`), and /dev/shm becomes a hard limit.",
+            "In containers add `--cap-add SYS_NICE` (NUMA-aware cuMem), or set NCCL_CUMEM_HOST_ENABLE=0 on every \
+             rank; newer NCCL and drivers fix several causes.",
+        )
+    })
+}
