@@ -1,0 +1,117 @@
+//! Command-line interface: argument definitions and dispatch.
+
+mod logs;
+mod node;
+mod show;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use topo_model::{Snapshot, Source};
+
+use crate::output;
+use crate::sources::{self, Origin};
+
+use logs::{DiagnoseArgs, NcclArgs};
+use node::{ClusterArgs, PreflightArgs, ProbeArgs};
+pub use show::expand_output;
+use show::{ShowArgs, SnapshotArgs};
+
+#[derive(Parser)]
+#[command(name = "topo", version, about = "GPU cluster topology inspector and NCCL diagnostics", long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show how the GPUs, NICs, PCIe switches and NUMA nodes are wired.
+    Show(ShowArgs),
+    /// Record this machine (or a capture, file or example) as a replayable snapshot.
+    Snapshot(SnapshotArgs),
+    /// Read NCCL_DEBUG=INFO logs: communicators, rings, trees and the transport of every hop.
+    Nccl(NcclArgs),
+    /// Find what makes an NCCL job slow or broken: log facts, checked against the node's hardware.
+    Diagnose(DiagnoseArgs),
+    /// Pass/fail this node before it takes a training job (exit 0 pass, 1 fail, 2 could not run).
+    Preflight(PreflightArgs),
+    /// Make sense of many nodes' snapshots: hardware classes and the nodes that differ.
+    Cluster(ClusterArgs),
+    /// Live probes on the GPUs (this build: the multi-node rendezvous check and the library search).
+    Probe(ProbeArgs),
+    /// List the bundled example machines.
+    Examples,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum ReportFormat {
+    Plain,
+    /// The documented interface: docs/nccl-report.md.
+    Json,
+    Yaml,
+}
+
+/// Where the machine description comes from. With none of these, this machine is probed.
+#[derive(Args)]
+pub(super) struct OriginArgs {
+    /// Read sysfs and procfs under DIR instead of `/` (a captured tree).
+    #[arg(long, value_name = "DIR", default_value = "/", conflicts_with_all = ["from", "example"])]
+    pub(super) sysfs_root: PathBuf,
+    /// Read an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE), pasted
+    /// `nvidia-smi topo -m` text, or a topo snapshot (YAML or JSON).
+    #[arg(long, value_name = "FILE", conflicts_with = "example")]
+    pub(super) from: Option<PathBuf>,
+    /// Use a bundled real machine (see `topo examples`).
+    #[arg(long, value_name = "NAME")]
+    pub(super) example: Option<String>,
+    /// Do not ask the NVIDIA driver (NVML); the view then comes from sysfs alone.
+    #[arg(long)]
+    pub(super) no_nvml: bool,
+}
+
+impl OriginArgs {
+    pub(super) fn load(&self) -> anyhow::Result<Snapshot> {
+        let origin = match (&self.from, &self.example) {
+            (Some(path), _) => Origin::File(path),
+            (None, Some(name)) => Origin::Example(name),
+            (None, None) => {
+                Origin::Sysfs { root: &self.sysfs_root, nvml: !self.no_nvml && self.sysfs_root == Path::new("/") }
+            }
+        };
+        sources::load(origin)
+    }
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Show(args) => show::show(args),
+        Command::Snapshot(args) => show::snapshot(args),
+        Command::Nccl(args) => logs::nccl(args),
+        Command::Diagnose(args) => logs::diagnose(args),
+        Command::Preflight(args) => node::preflight(args),
+        Command::Cluster(args) => node::cluster(args),
+        Command::Probe(args) => node::probe(args),
+        Command::Examples => {
+            let mut text = String::new();
+            for example in crate::examples::EXAMPLES {
+                text.push_str(&format!("{:<22} {}\n", example.name, example.description));
+            }
+            output::print(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Warnings and notices the run raised, on stderr; replaying a snapshot raises
+/// the same ones.
+pub(super) fn report_notices(snapshot: &Snapshot) {
+    for warning in &snapshot.notices {
+        output::warn(warning);
+    }
+    let nvml_missing = snapshot.notices.iter().any(|n| n.starts_with(sources::NO_NVML_NOTICE));
+    if snapshot.topology.gpus.is_empty() && matches!(snapshot.source, Source::Sysfs { .. }) && !nvml_missing {
+        output::notice("no NVIDIA GPU found; showing the CPU, NUMA, PCI and network view");
+    }
+}
