@@ -22,6 +22,10 @@ fn build(dir: &Path) {
     for i in 0..6 {
         let mut node = h100.clone();
         node.host.hostname = Some(format!("h100-{i:02}"));
+        // NIC firmware (the fixture records none): one node runs an older one.
+        for nic in &mut node.topology.nics {
+            nic.firmware = Some(if i == 5 { "28.36.1010" } else { "28.39.1002" }.to_string());
+        }
         match i {
             // Two of GPU3's NVLinks down.
             2 => {
@@ -66,7 +70,8 @@ fn classes_outliers_and_bad_files() {
     assert_eq!(classes.len(), 2);
     assert_eq!(classes[0]["class"], "NVIDIA H100 80GB HBM3 / RoCE");
     assert_eq!(classes[1]["class"], "RTX 6000 Ada Generation / RoCE");
-    // Most different first: the node with a port down and an old driver, then the NVLinks.
+    // Most different first: the node on older NIC firmware (8 NICs), the node with a
+    // port down and an old driver, then the NVLinks.
     let outliers: Vec<(String, Vec<String>)> = classes[0]["outliers"]
         .as_array()
         .unwrap()
@@ -77,14 +82,16 @@ fn classes_outliers_and_bad_files() {
             (o["host"].as_str().unwrap().to_string(), facts)
         })
         .collect();
+    let firmware: Vec<String> = (0..8).map(|i| format!("nic.mlx5_{i}.firmware")).collect();
     assert_eq!(
         outliers,
         [
+            ("h100-05".to_string(), firmware),
             ("h100-04".to_string(), vec!["driver".to_string(), "finding.ib-port-down".into(), "nic.mlx5_5".into()]),
             ("h100-02".to_string(), vec!["finding.nvlink-inactive".to_string(), "gpu3.nvlinks".into()]),
         ]
     );
-    let gpu3 = &classes[0]["outliers"][1]["differences"][1];
+    let gpu3 = &classes[0]["outliers"][2]["differences"][1];
     assert_eq!(
         (gpu3["value"].as_str(), gpu3["majority"].as_str(), gpu3["majority_nodes"].as_u64()),
         (Some("16"), Some("18"), Some(5))
@@ -137,8 +144,8 @@ fn cluster_screen_and_drill_down() {
         terminal.backend().to_string().replace(&dir.path().display().to_string(), "DIR")
     };
     insta::assert_snapshot!("cluster-screen-120x24", draw(&mut app));
-    // Row 0 is the class heading, 1 and 2 the outliers: open h100-02.
-    for code in [KeyCode::Down, KeyCode::Down, KeyCode::Enter] {
+    // Row 0 is the class heading, 1 to 3 the outliers: open h100-02.
+    for code in [KeyCode::Down, KeyCode::Down, KeyCode::Down, KeyCode::Enter] {
         app.on_key(KeyEvent::new(code, KeyModifiers::NONE));
     }
     assert_eq!(app.screen, topo_tui::Screen::Overview);

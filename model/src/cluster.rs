@@ -17,7 +17,8 @@ pub struct NodeFacts {
     pub file: String,
     /// GPU model(s) and RDMA NIC kind: nodes of one class should be alike.
     pub class: String,
-    /// `gpu.count`, `gpu3.nvlinks`, `nic.mlx5_0`, `driver`, `finding.nvlink-inactive`, ...
+    /// `gpu.count`, `gpu3.nvlinks`, `gpu3.vbios`, `nic.mlx5_0`, `nic.mlx5_0.firmware`, `driver`,
+    /// `finding.nvlink-inactive`, ...
     pub facts: BTreeMap<String, String>,
 }
 
@@ -27,6 +28,7 @@ fn weight(fact: &str) -> u32 {
         "gpu.count" | "nic.count" | "nvswitch.count" => 10,
         f if f.starts_with("finding.") => 6,
         f if f.ends_with(".nvlinks") => 5,
+        f if f.ends_with(".firmware") || f.ends_with(".vbios") => 2,
         f if f.starts_with("nic.") => 4,
         f if f.ends_with(".pcie") => 3,
         "driver" | "cuda" => 2,
@@ -55,6 +57,12 @@ impl NodeFacts {
                 None => topology.nvlinks.iter().filter(|b| b.gpu == gpu.bus_id).map(|b| b.links).sum(),
             };
             facts.insert(format!("{label}.nvlinks"), nvlinks.to_string());
+            let vbios = nvml
+                .and_then(|n| n.answered().find(|(_, d)| d.bus_id() == Some(gpu.bus_id)))
+                .and_then(|(_, d)| d.vbios_version.ok().cloned());
+            if let Some(vbios) = vbios {
+                facts.insert(format!("{label}.vbios"), vbios);
+            }
             if let Some(device) = topology.pci(gpu.bus_id) {
                 let part = |v: Option<u8>| v.map_or("?".to_string(), |v| v.to_string());
                 let (max, now) = (device.link.max, device.link.current);
@@ -76,6 +84,9 @@ impl NodeFacts {
                 })
                 .collect();
             facts.insert(format!("nic.{}", nic.name), ports.join(", "));
+            if let Some(firmware) = &nic.firmware {
+                facts.insert(format!("nic.{}.firmware", nic.name), firmware.clone());
+            }
         }
         if let Some(nvml) = nvml {
             if let Some(driver) = nvml.driver_version.ok() {

@@ -185,6 +185,9 @@ pub struct DeviceAnswers {
     /// NVML's own spelling (`00000000:17:00.0`); [`DeviceAnswers::bus_id`] normalises it.
     pub pci_bus_id: Answer<String>,
     pub architecture: Answer<String>,
+    /// Absent in recordings made before it was asked.
+    #[serde(default)]
+    pub vbios_version: Answer<String>,
     /// `9.0`.
     pub compute_capability: Answer<String>,
     pub memory_total_bytes: Answer<u64>,

@@ -303,6 +303,9 @@ pub struct Nic {
     pub ports: Vec<NicPort>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_guid: Option<String>,
+    /// Firmware version (`fw_ver` of the RDMA device, `28.39.1002`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
     /// Kernel network interfaces on the same PCI function (`ib0`, `ens1f0np0`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub netdevs: Vec<String>,

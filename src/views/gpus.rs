@@ -42,11 +42,12 @@ fn gpu(out: &mut String, index: u32, d: &DeviceAnswers) {
     let text = |a: &Answer<String>| a.show(String::clone);
     let _ = writeln!(
         out,
-        "GPU{index:<3} {}  {}  {}  serial {}",
+        "GPU{index:<3} {}  {}  {}  serial {}  VBIOS {}",
         text(&d.name),
         d.bus_id().map_or_else(|| text(&d.pci_bus_id), |b| b.to_string()),
         text(&d.uuid),
-        text(&d.serial)
+        text(&d.serial),
+        text(&d.vbios_version)
     );
     let indent = "       ";
     let memory = d.memory_total_bytes.show(|b| format!("{:.1} GiB", *b as f64 / (1u64 << 30) as f64));

@@ -86,6 +86,7 @@ fn device_answers(nvml: &Nvml, device: &Device) -> DeviceAnswers {
         serial: answer(device.serial()),
         pci_bus_id: answer(device.pci_info().map(|p| p.bus_id)),
         architecture: answer(device.architecture().map(|a| a.to_string())),
+        vbios_version: answer(device.vbios_version()),
         compute_capability: answer(device.cuda_compute_capability().map(|c| format!("{}.{}", c.major, c.minor))),
         memory_total_bytes: answer(device.memory_info().map(|m| m.total)),
         pcie: PcieAnswers {

@@ -68,6 +68,7 @@ pub(crate) fn read_rdma(tree: &Tree, topology: &mut Topology, warnings: &mut War
             kind,
             ports,
             node_guid: read_optional(&dir.join("node_guid"), warnings),
+            firmware: read_optional(&dir.join("fw_ver"), warnings),
             netdevs,
             ..Nic::default()
         });
