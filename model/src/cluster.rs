@@ -67,8 +67,7 @@ impl NodeFacts {
                 let part = |v: Option<u8>| v.map_or("?".to_string(), |v| v.to_string());
                 let (max, now) = (device.link.max, device.link.current);
                 // The current generation is left out: idle GPUs lower it.
-                let text =
-                    format!("max Gen{} x{}, trained x{}", part(max.generation), part(max.width), part(now.width));
+                let text = format!("max {}, trained x{}", max.label(), part(now.width));
                 facts.insert(format!("{label}.pcie"), text);
             }
         }

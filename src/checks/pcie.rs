@@ -19,13 +19,7 @@ pub(super) fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
                 continue;
             }
             let (now, max) = (device.link.current, device.link.max);
-            let text = format!(
-                "Gen{} x{} now, Gen{} x{} capable",
-                now.generation.map_or("?".into(), |g| g.to_string()),
-                now.width.map_or("?".into(), |w| w.to_string()),
-                max.generation.map_or("?".into(), |g| g.to_string()),
-                max.width.map_or("?".into(), |w| w.to_string())
-            );
+            let text = format!("{} now, {} capable", now.label(), max.label());
             let narrower = matches!((now.width, max.width), (Some(n), Some(m)) if n < m);
             let is_gpu = topology.gpu(device.bus_id).is_some();
             let label = if is_gpu { gpu_label(snapshot, device.bus_id) } else { device.bus_id.to_string() };

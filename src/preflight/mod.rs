@@ -305,9 +305,8 @@ fn link_problems(snapshot: &Snapshot, devices: Vec<(String, topo_model::BusId)>,
         let known = |v: Option<u8>| v.map_or("?".to_string(), |v| v.to_string());
         if max.generation.is_some_and(|g| g < want.generation) || max.width.is_some_and(|w| w < want.width) {
             problems.push(format!(
-                "{label} capable of Gen{} x{}, expected Gen{} x{}",
-                known(max.generation),
-                known(max.width),
+                "{label} capable of {}, expected Gen{} x{}",
+                max.label(),
                 want.generation,
                 want.width
             ));

@@ -86,10 +86,7 @@ fn draw_path(frame: &mut Frame, app: &App, area: Rect) {
     }
     for (index, hop) in path.hops.iter().enumerate() {
         let kind = match hop.kind {
-            HopKind::Pcie { link } => {
-                let part = |v: Option<u8>| v.map_or("?".into(), |v| v.to_string());
-                format!("PCIe Gen{} x{}", part(link.current.generation), part(link.current.width))
-            }
+            HopKind::Pcie { link } => format!("PCIe {}", link.current.label()),
             HopKind::Internal => "inside switch / root complex".into(),
             HopKind::NvLink { links } => format!("NVLink x{links}"),
             HopKind::HostBridges => "between host bridges".into(),

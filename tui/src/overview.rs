@@ -50,16 +50,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     for gpu in topology.gpus_in_order() {
         let answers = nvml.and_then(|n| n.answered().find(|(_, d)| d.bus_id() == Some(gpu.bus_id)).map(|(_, d)| d));
         let pci = topology.pci(gpu.bus_id);
-        let link = pci.map_or("?".into(), |d| {
-            let part = |v: Option<u8>| v.map_or("?".into(), |v| v.to_string());
-            format!(
-                "Gen{} x{} (Gen{} x{})",
-                part(d.link.current.generation),
-                part(d.link.current.width),
-                part(d.link.max.generation),
-                part(d.link.max.width)
-            )
-        });
+        let link = pci.map_or("?".into(), |d| format!("{} ({})", d.link.current.label(), d.link.max.label()));
         let nvlinks = answers.map_or_else(
             || topology.nvlinks.iter().filter(|b| b.gpu == gpu.bus_id).map(|b| b.links).sum::<u32>().to_string(),
             |d| format!("{}/{}", d.nvlinks.iter().filter(|l| l.active.ok() == Some(&true)).count(), d.nvlinks.len()),

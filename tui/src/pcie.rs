@@ -27,11 +27,6 @@ pub struct TreeRow {
     pub ancestors: Vec<BusId>,
 }
 
-fn spec(spec: PcieLinkSpec) -> String {
-    let part = |v: Option<u8>| v.map_or("?".into(), |v| v.to_string());
-    format!("Gen{} x{}", part(spec.generation), part(spec.width))
-}
-
 fn describe(topology: &Topology, device: &PciDevice) -> String {
     if let Some(gpu) = topology.gpu(device.bus_id) {
         let index = gpu.index.map_or(String::new(), |i| format!("GPU{i} "));
@@ -106,7 +101,7 @@ fn push(
     let link_text = if link.current == PcieLinkSpec::default() && link.max == PcieLinkSpec::default() {
         String::new()
     } else {
-        format!("{} (max {})", spec(link.current), spec(link.max))
+        format!("{} (max {})", link.current.label(), link.max.label())
     };
     out.push(TreeRow {
         bus_id: device.bus_id,
