@@ -102,13 +102,8 @@ impl NodeFacts {
             facts.insert(format!("finding.{code}"), "present".to_string());
         }
         let kinds: Vec<String> = {
-            let name = |kind: NicKind| match kind {
-                NicKind::Infiniband => "InfiniBand",
-                NicKind::Roce => "RoCE",
-                NicKind::Efa => "EFA",
-                NicKind::Ethernet | NicKind::Unknown => "RDMA",
-            };
-            let mut k: Vec<String> = rdma.iter().map(|n| name(n.kind).to_string()).collect();
+            // Ethernet-only NICs were left out of `rdma` above.
+            let mut k: Vec<String> = rdma.iter().map(|n| n.kind.label().to_string()).collect();
             k.sort();
             k.dedup();
             k

@@ -290,6 +290,19 @@ pub enum NicKind {
     Unknown,
 }
 
+impl NicKind {
+    /// The word for it in reports: `InfiniBand`, `RoCE`, `EFA`, `Ethernet`, `RDMA`.
+    pub fn label(self) -> &'static str {
+        match self {
+            NicKind::Infiniband => "InfiniBand",
+            NicKind::Roce => "RoCE",
+            NicKind::Efa => "EFA",
+            NicKind::Ethernet => "Ethernet",
+            NicKind::Unknown => "RDMA",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Nic {
     /// RDMA device name (`mlx5_0`, `rdmap16s27`), or the bus ID for a PCI NIC a

@@ -7,8 +7,8 @@ pub mod gpus;
 pub mod nccl;
 pub mod plain;
 
+use topo_model::PciDevice;
 use topo_model::topology::pci_class;
-use topo_model::{NicKind, PciDevice};
 
 /// A short word for what a PCI function is.
 pub fn device_kind(device: &PciDevice) -> &'static str {
@@ -30,15 +30,5 @@ pub fn device_kind(device: &PciDevice) -> &'static str {
         0x0403 => "audio",
         0x0b40 => "coprocessor",
         _ => "device",
-    }
-}
-
-pub fn nic_kind(kind: NicKind) -> &'static str {
-    match kind {
-        NicKind::Infiniband => "InfiniBand",
-        NicKind::Roce => "RoCE",
-        NicKind::Efa => "EFA",
-        NicKind::Ethernet => "Ethernet",
-        NicKind::Unknown => "RDMA",
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use topo_model::{Endpoint, PciDevice, SmiClass, Snapshot, Source, Topology};
 
-use super::{device_kind, nic_kind};
+use super::device_kind;
 
 const LEGEND: &str = "Legend:
 
@@ -176,7 +176,7 @@ fn devices(out: &mut String, topology: &Topology, matrix_endpoints: &[Endpoint])
                 out,
                 "  {label:<6} {:<12} {location}  {}  {}{netdevs}",
                 nic.name,
-                nic_kind(nic.kind),
+                nic.kind.label(),
                 ports.join("; ")
             );
         }
