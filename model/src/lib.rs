@@ -8,9 +8,11 @@
 pub mod bandwidth;
 pub mod bus_id;
 pub mod cluster;
+pub mod collective;
 pub mod cpuset;
 pub mod finding;
 pub mod matrix;
+pub mod measure;
 pub mod nccl;
 pub mod nvml;
 pub mod path;

@@ -32,6 +32,9 @@ pub struct Snapshot {
     /// what NCCL made of it travel together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl: Option<crate::nccl::NcclReport>,
+    /// Live measurements from `topo probe` (copies, collectives, ring hops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<crate::measure::ProbeReport>,
     /// Warnings raised while probing (unreadable files, missing driver), replayed
     /// with the snapshot so a replay reports what the live run reported.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -104,6 +107,7 @@ impl Snapshot {
             topology,
             nvml: None,
             nccl: None,
+            probe: None,
             notices,
         }
     }

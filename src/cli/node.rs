@@ -37,18 +37,32 @@ pub(super) struct PreflightArgs {
     pub(super) write_expect: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: PreflightFormat,
-    /// Live bandwidth checks (they arrive with `topo probe`).
+    /// Live checks on this machine's GPUs: `quick` (copies, all_reduce at
+    /// large sizes) or `full` (every collective swept, ring walk); see `topo probe`.
     #[arg(long, value_enum, default_value = "none")]
     pub(super) probe: ProbeLevel,
 }
 
 pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
-    if args.probe != ProbeLevel::None {
-        anyhow::bail!(
-            "--probe quick|full needs the live probes of `topo probe`, which this build does not have yet; use --probe none"
-        );
-    }
-    let snapshot = args.origin.load()?;
+    let snapshot = match args.probe {
+        ProbeLevel::None => args.origin.load()?,
+        level => {
+            if args.origin.from.is_some() || args.origin.example.is_some() {
+                anyhow::bail!("--probe measures this machine's GPUs; it cannot be combined with --from or --example");
+            }
+            #[derive(clap::Parser)]
+            struct Probe {
+                #[command(flatten)]
+                args: ProbeArgs,
+            }
+            let mut flags = vec!["probe".into(), "--sysfs-root".into(), args.origin.sysfs_root.clone().into_os_string()];
+            if level == ProbeLevel::Full {
+                flags.push("--full".into());
+            }
+            let probe = <Probe as clap::Parser>::parse_from(flags);
+            super::node::live_probe(&probe.args, None)?.snapshot
+        }
+    };
     report_notices(&snapshot);
     let expectations = match (&args.expect, &args.write_expect) {
         (Some(path), _) => crate::preflight::expect::Expectations::load(path)?,
@@ -74,6 +88,50 @@ pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
 
 #[derive(Args)]
 pub(super) struct ProbeArgs {
+    /// Every collective, swept from --min to --max, and the ring walk.
+    #[arg(long)]
+    pub(super) full: bool,
+    /// Collectives to run (all_reduce, all_gather, reduce_scatter, broadcast,
+    /// reduce, all_to_all, sendrecv, or `all`); `none` skips NCCL.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub(super) collectives: Vec<String>,
+    /// Smallest message (8, 64K, 1M, 4G; nccl-tests' convention).
+    #[arg(long, value_name = "SIZE")]
+    pub(super) min: Option<String>,
+    /// Largest message.
+    #[arg(long, value_name = "SIZE")]
+    pub(super) max: Option<String>,
+    /// Timed iterations per size (default 10 quick, 20 full).
+    #[arg(long, value_name = "N")]
+    pub(super) iters: Option<u32>,
+    /// Untimed iterations first (default 2 quick, 5 full).
+    #[arg(long, value_name = "N")]
+    pub(super) warmup: Option<u32>,
+    /// Bytes per copy measurement.
+    #[arg(long, value_name = "SIZE", default_value = "256M")]
+    pub(super) copy_size: String,
+    /// Skip the copy measurements.
+    #[arg(long)]
+    pub(super) no_copies: bool,
+    /// Time each hop of the ring in rank order alone (on in --full).
+    #[arg(long)]
+    pub(super) ring_walk: bool,
+    /// Walk the ring NCCL chose, read from a job's NCCL_DEBUG=INFO log.
+    #[arg(long, value_name = "LOG")]
+    pub(super) ring_from: Option<PathBuf>,
+    /// A figure below this share of what its path should carry is a finding.
+    #[arg(long, value_name = "RATIO", default_value = "0.75")]
+    pub(super) threshold: f64,
+    #[arg(long, value_enum, default_value = "plain")]
+    pub(super) format: ReportFormat,
+    /// Also write this node's snapshot with the results (YAML, or JSON for
+    /// `.json`), for `topo show --from`, `topo preflight --from` and `topo cluster`.
+    #[arg(long, value_name = "FILE")]
+    pub(super) save: Option<PathBuf>,
+    /// Where this machine's sysfs is mounted (a container's `/host/sys/..`):
+    /// the topology every figure is held against.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub(super) sysfs_root: PathBuf,
     /// Only meet the other ranks through the launcher's environment (torchrun,
     /// Slurm, Open MPI, PMI) and exchange an id, as before a collective.
     #[arg(long)]
@@ -90,40 +148,139 @@ pub(super) struct ProbeArgs {
     pub(super) nccl_lib: Option<PathBuf>,
 }
 
-pub(super) fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+}
+
+fn size_arg(flag: &str, text: &str) -> anyhow::Result<u64> {
+    crate::probe::collective_size(text).with_context(|| format!("{flag} {text:?}: not a size (8, 64K, 1M, 4G)"))
+}
+
+/// The plan from the flags, checked before anything is loaded.
+fn probe_plan(args: &ProbeArgs, nccl_library: Option<PathBuf>) -> anyhow::Result<crate::probe::run::Plan> {
+    use topo_model::collective::{Collective, sweep};
+    use topo_probes::live::{collectives::CollectivePlan, copies::CopyPlan};
+    let (default_list, default_min, default_max) = crate::probe::run::default_collectives(args.full);
+    let list: Vec<Collective> = match args.collectives.as_slice() {
+        [] => default_list,
+        [one] if one == "all" => Collective::ALL.to_vec(),
+        [one] if one == "none" => Vec::new(),
+        names => names
+            .iter()
+            .map(|n| Collective::from_name(n).with_context(|| format!("--collectives: unknown collective {n:?}")))
+            .collect::<anyhow::Result<_>>()?,
+    };
+    let min = args.min.as_deref().map(|t| size_arg("--min", t)).transpose()?.unwrap_or(default_min);
+    let max = args.max.as_deref().map(|t| size_arg("--max", t)).transpose()?.unwrap_or(default_max.max(min));
+    if min > max {
+        anyhow::bail!("--min {min} is larger than --max {max}");
+    }
+    if !(0.0..=1.0).contains(&args.threshold) {
+        anyhow::bail!("--threshold {} is not between 0 and 1", args.threshold);
+    }
+    let copy_bytes = size_arg("--copy-size", &args.copy_size)?;
+    let (warmup, iterations) = if args.full { (5, 20) } else { (2, 10) };
+    let (warmup, iterations) = (args.warmup.unwrap_or(warmup), args.iters.unwrap_or(iterations).max(1));
+    let ring = match &args.ring_from {
+        Some(log) => Some(crate::probe::run::ring_from_log(log)?),
+        None if args.ring_walk || args.full => Some(Vec::new()),
+        None => None,
+    };
+    Ok(crate::probe::run::Plan {
+        copies: (!args.no_copies).then_some(CopyPlan {
+            bytes: usize::try_from(copy_bytes).context("--copy-size too large")?,
+            warmup,
+            iterations,
+        }),
+        collectives: CollectivePlan { collectives: list, sizes: sweep(min, max), warmup, iterations },
+        ring,
+        ring_bytes: max.min(256 << 20),
+        threshold: args.threshold,
+        timeout: std::time::Duration::from_secs(args.timeout),
+        nccl_library,
+    })
+}
+
+/// A live run, its node snapshot (the report attached) and its findings.
+pub(super) struct LiveRun {
+    pub(super) snapshot: topo_model::Snapshot,
+    pub(super) findings: Vec<topo_model::Finding>,
+    pub(super) host: String,
+}
+
+/// Checks the libraries, runs the plan on this node's GPUs and holds every
+/// figure against this node's topology.
+pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher::Launch>) -> anyhow::Result<LiveRun> {
     use crate::probe::{launcher, libraries};
-    let timeout = std::time::Duration::from_secs(args.timeout);
+    if !topo_probes::live::cuda::driver_present() {
+        let looked = match libraries::cuda_driver() {
+            libraries::Found::Missing { looked } => looked,
+            libraries::Found::At(path) => vec![path],
+        };
+        anyhow::bail!(libraries::describe_missing(
+            "libcuda.so.1 (the NVIDIA driver)",
+            &looked,
+            "install the NVIDIA driver, or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH"
+        ));
+    }
+    let wants_nccl = args.collectives.first().is_none_or(|c| c != "none") || args.ring_walk || args.ring_from.is_some();
+    let nccl_library = if wants_nccl {
+        let explicit = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
+        match libraries::nccl(explicit.as_deref()) {
+            libraries::Found::At(path) => Some(path),
+            libraries::Found::Missing { looked } => anyhow::bail!(libraries::describe_missing(
+                "libnccl.so.2",
+                &looked,
+                "pip install nvidia-nccl-cu12, point --nccl-lib / TOPO_NCCL_LIBRARY at it, or pass --collectives none"
+            )),
+        }
+    } else {
+        None
+    };
+    let plan = probe_plan(args, nccl_library)?;
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let place = crate::probe::run::Place { launch, local_rank: launcher::local_rank(&env), host: hostname() };
+    let mut report = crate::probe::run::run(&plan, &place)?;
+    let nvml = args.sysfs_root == std::path::Path::new("/");
+    let mut snapshot = crate::sources::load(crate::sources::Origin::Sysfs { root: &args.sysfs_root, nvml })?;
+    crate::probe::expect::annotate(&mut report, &snapshot.topology);
+    snapshot.probe = Some(report);
+    let findings = crate::probe::expect::probe_findings(&snapshot);
+    Ok(LiveRun { snapshot, findings, host: place.host })
+}
+
+pub(super) fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let env: std::collections::HashMap<String, String> = std::env::vars().collect();
+    let launch = crate::probe::launcher::detect(&env, args.master.as_deref())?;
     if args.check_rendezvous {
-        let env: std::collections::HashMap<String, String> = std::env::vars().collect();
-        let Some(launch) = launcher::detect(&env, args.master.as_deref())? else {
+        let Some(launch) = launch else {
             anyhow::bail!(
                 "no launcher found (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE or PMI_RANK/SIZE): run under torchrun, srun or mpirun"
             );
         };
-        let host =
-            std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default();
-        let line = crate::probe::check_rendezvous(&launch, &host, timeout)?;
+        let timeout = std::time::Duration::from_secs(args.timeout);
+        let line = crate::probe::check_rendezvous(&launch, &hostname(), timeout)?;
         output::print(&(line + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }
-    if let libraries::Found::Missing { looked } = libraries::cuda_driver() {
-        anyhow::bail!(libraries::describe_missing(
-            "libcuda.so.1 (the NVIDIA driver)",
-            &looked,
-            "install the driver, or add its directory to LD_LIBRARY_PATH"
-        ));
+    let run = live_probe(&args, launch)?;
+    let Some(report) = &run.snapshot.probe else { anyhow::bail!("the probe produced no report") };
+    let findings = &run.findings;
+    let text = match args.format {
+        ReportFormat::Plain => crate::probe::render::plain(report, &run.host, findings),
+        ReportFormat::Json => {
+            serde_json::to_string_pretty(&serde_json::json!({ "probe": report, "findings": findings }))? + "\n"
+        }
+        ReportFormat::Yaml => {
+            topo_model::snapshot::to_yaml_string(&serde_json::json!({ "probe": report, "findings": findings }))
+        }
+    };
+    output::print(&text)?;
+    if let Some(path) = &args.save {
+        super::show::write_snapshot(&run.snapshot, path, None)?;
     }
-    let nccl_lib = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
-    if let libraries::Found::Missing { looked } = libraries::nccl(nccl_lib.as_deref()) {
-        anyhow::bail!(libraries::describe_missing(
-            "libnccl.so.2",
-            &looked,
-            "pip install nvidia-nccl-cu12, or point --nccl-lib / TOPO_NCCL_LIBRARY at it"
-        ));
-    }
-    anyhow::bail!(
-        "the live measurements (copies, collectives) are not in this build yet; `topo probe --check-rendezvous` checks the multi-node path"
-    )
+    let failed = findings.iter().any(|f| f.severity == topo_model::Severity::Error);
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
 #[derive(Args)]

@@ -157,23 +157,34 @@ pub(super) fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
         report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
         snapshot.nccl = Some(report);
     }
-    let json_by_name = args.output.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "json"));
-    let format = args.format.unwrap_or(if json_by_name { SnapshotFormat::Json } else { SnapshotFormat::Yaml });
-    let text = match format {
-        SnapshotFormat::Yaml => snapshot.to_yaml(),
-        SnapshotFormat::Json => snapshot.to_json() + "\n",
-    };
     match &args.output {
-        Some(pattern) => {
-            let path = expand_output(pattern, snapshot.host.hostname.as_deref());
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
-            }
-            std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))?
-        }
-        None => output::print(&text)?,
+        Some(pattern) => write_snapshot(&snapshot, pattern, args.format)?,
+        None => output::print(&snapshot_text(&snapshot, args.format.unwrap_or(SnapshotFormat::Yaml)))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn snapshot_text(snapshot: &Snapshot, format: SnapshotFormat) -> String {
+    match format {
+        SnapshotFormat::Yaml => snapshot.to_yaml(),
+        SnapshotFormat::Json => snapshot.to_json() + "\n",
+    }
+}
+
+/// Writes `snapshot` to `pattern` (`%h`, `%j` expanded), JSON when asked or
+/// when the name ends in `.json`, else YAML; creates missing directories.
+pub(super) fn write_snapshot(
+    snapshot: &Snapshot,
+    pattern: &Path,
+    format: Option<SnapshotFormat>,
+) -> anyhow::Result<()> {
+    let json_by_name = pattern.extension().is_some_and(|e| e == "json");
+    let format = format.unwrap_or(if json_by_name { SnapshotFormat::Json } else { SnapshotFormat::Yaml });
+    let path = expand_output(pattern, snapshot.host.hostname.as_deref());
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+    }
+    std::fs::write(&path, snapshot_text(snapshot, format)).with_context(|| format!("{}: cannot write", path.display()))
 }
 
 /// The job id the launcher gave this process, for `%j`.

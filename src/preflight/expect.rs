@@ -33,10 +33,31 @@ pub struct Expectations {
     pub dev_shm_min_gib: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memlock_unlimited: Option<bool>,
+    /// A live figure below this share of what its path should carry fails
+    /// `live-bandwidth` (default: the probe's `--threshold`, 0.75).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_threshold: Option<f64>,
+    /// Lowest acceptable live figures, GB/s: every GPU's H2D and D2H copy,
+    /// every P2P pair one way, and all_reduce's best bus bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_bandwidth: Option<MinBandwidth>,
     /// Finding codes that are not faults on this kind of node (`gpu-nic-numa`
     /// on a one-NIC box; `ib-port-down` for a port left unused by design).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinBandwidth {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2d_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d2h_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p2p_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all_reduce_busbw_gbps: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -142,6 +163,8 @@ impl Expectations {
                 .dev_shm_bytes
                 .map(|b| ((b as f64 / (1u64 << 30) as f64 * 10.0).floor() / 10.0).min(16.0)),
             memlock_unlimited: snapshot.host.memlock.as_deref().map(|m| m == "unlimited"),
+            probe_threshold: None,
+            min_bandwidth: None,
             allow,
         }
     }

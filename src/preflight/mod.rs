@@ -59,10 +59,21 @@ const CHECKS: &[(&str, &[&str])] = &[
     ("memlock", &["memlock-limited"]),
     ("acs", &["acs-redirect"]),
     ("iommu", &["iommu-translated"]),
+    (
+        "live-bandwidth",
+        &["probe-slow-link", "probe-slow-collective", "probe-copy-failed", "probe-p2p-refused", "probe-straggler"],
+    ),
+    ("data-integrity", &["probe-data-corruption"]),
 ];
 
 pub fn run(snapshot: &Snapshot, expectations: &Expectations) -> Preflight {
-    let findings = crate::checks::hardware(snapshot);
+    let mut findings = crate::checks::hardware(snapshot);
+    // The expectations file's threshold replaces the one the probe ran with.
+    let mut held = snapshot.clone();
+    if let (Some(report), Some(threshold)) = (held.probe.as_mut(), expectations.probe_threshold) {
+        report.settings.threshold = threshold;
+    }
+    findings.extend(crate::probe::expect::probe_findings(&held));
     let mut checks = Vec::new();
     for (name, codes) in CHECKS {
         let mut owned: Vec<Finding> = findings.iter().filter(|f| codes.contains(&f.code.as_str())).cloned().collect();
@@ -127,6 +138,29 @@ fn summary(finding: &Finding) -> String {
     }
 }
 
+/// The probe's headline figures: slowest host copy, best all_reduce busbw,
+/// how many results were checked.
+fn probe_summary(report: &topo_model::measure::ProbeReport) -> String {
+    use topo_model::measure::CopyKind;
+    let slowest = |kind: CopyKind| {
+        report.copies.iter().filter(|c| c.kind == kind && c.error.is_none()).map(|c| c.bandwidth.gbps()).reduce(f64::min)
+    };
+    let mut parts = Vec::new();
+    if let Some(h2d) = slowest(CopyKind::HostToDevice) {
+        parts.push(format!("slowest H2D {h2d:.1} GB/s"));
+    }
+    if let Some(d2h) = slowest(CopyKind::DeviceToHost) {
+        parts.push(format!("slowest D2H {d2h:.1} GB/s"));
+    }
+    for result in &report.collectives {
+        let best = result.rows.iter().map(|r| r.busbw.gbps()).fold(0.0, f64::max);
+        parts.push(format!("{} best busbw {best:.1} GB/s over {} ranks", result.collective.name(), result.ranks));
+    }
+    let sizes: usize = report.collectives.iter().map(|c| c.rows.len()).sum();
+    parts.push(format!("{sizes} collective results checked"));
+    parts.join(", ")
+}
+
 /// Why a check cannot be judged on this snapshot, if so.
 fn unjudged(name: &str, snapshot: &Snapshot) -> Option<String> {
     let has_nvml = snapshot.nvml.is_some();
@@ -137,6 +171,7 @@ fn unjudged(name: &str, snapshot: &Snapshot) -> Option<String> {
         "gpudirect-rdma" if snapshot.host.modules.is_empty() => "kernel modules not recorded",
         "dev-shm" if snapshot.host.dev_shm_bytes.is_none() => "/dev/shm size not recorded",
         "memlock" if snapshot.host.memlock.is_none() => "memlock limit not recorded",
+        "live-bandwidth" | "data-integrity" if snapshot.probe.is_none() => "no live probe (run with --probe quick)",
         "acs" if topology.pci_devices.iter().all(|d| d.acs_redirect.is_none()) => {
             "PCIe config space not read (needs root) or not recorded"
         }
@@ -162,6 +197,7 @@ fn found(name: &str, snapshot: &Snapshot) -> String {
         "versions" => snapshot.nvml.as_ref().map(crate::views::gpus::versions).unwrap_or_default(),
         "dev-shm" => snapshot.host.dev_shm_bytes.map(|b| format!("{} MiB", b >> 20)).unwrap_or_default(),
         "memlock" => snapshot.host.memlock.clone().unwrap_or_default(),
+        "live-bandwidth" | "data-integrity" => snapshot.probe.as_ref().map(probe_summary).unwrap_or_default(),
         _ => "ok".into(),
     }
 }
@@ -291,7 +327,47 @@ fn expected(name: &str, snapshot: &Snapshot, expect: &Expectations) -> Vec<Strin
                 problems.push(format!("memlock {limit} bytes, expected unlimited"));
             }
         }
+        "live-bandwidth" => {
+            if let (Some(report), Some(min)) = (&snapshot.probe, &expect.min_bandwidth) {
+                problems.extend(bandwidth_problems(report, min));
+            }
+        }
         _ => {}
+    }
+    problems
+}
+
+/// Live figures under the expectations file's minimums (GB/s).
+fn bandwidth_problems(report: &topo_model::measure::ProbeReport, min: &expect::MinBandwidth) -> Vec<String> {
+    use topo_model::collective::Collective;
+    use topo_model::measure::CopyKind;
+    let mut problems = Vec::new();
+    for (kind, floor) in [
+        (CopyKind::HostToDevice, min.h2d_gbps),
+        (CopyKind::DeviceToHost, min.d2h_gbps),
+        (CopyKind::Peer, min.p2p_gbps),
+    ] {
+        let Some(floor) = floor else { continue };
+        for copy in report.copies.iter().filter(|c| c.kind == kind && c.error.is_none() && c.bandwidth.gbps() < floor) {
+            let pair = copy.peer.map(|p| format!(" -> GPU {p}")).unwrap_or_default();
+            problems.push(format!(
+                "{} GPU {}{pair} {:.1} GB/s, expected at least {floor} GB/s",
+                kind.label(),
+                copy.gpu,
+                copy.bandwidth.gbps()
+            ));
+        }
+    }
+    if let Some(floor) = min.all_reduce_busbw_gbps {
+        match report.collectives.iter().find(|c| c.collective == Collective::AllReduce) {
+            Some(result) => {
+                let best = result.rows.iter().map(|r| r.busbw.gbps()).fold(0.0, f64::max);
+                if best < floor {
+                    problems.push(format!("all_reduce best busbw {best:.1} GB/s, expected at least {floor} GB/s"));
+                }
+            }
+            None => problems.push("all_reduce not measured, but a minimum bus bandwidth is expected".into()),
+        }
     }
     problems
 }

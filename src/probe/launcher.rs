@@ -83,6 +83,24 @@ pub fn detect(env: &HashMap<String, String>, master_flag: Option<&str>) -> Resul
     Ok(Some(Launch { rank, world, master, port, token, source }))
 }
 
+/// When the launcher started several processes on this node (torchrun
+/// `--nproc-per-node 8`, `srun --ntasks-per-node 8`, `mpirun -npernode 8`),
+/// this process's local rank: it drives that one GPU. `None`: one process
+/// per node, which drives all of the node's GPUs.
+pub fn local_rank(env: &HashMap<String, String>) -> Option<u32> {
+    let number = |name: &str| env.get(name).and_then(|v| v.trim().parse::<u32>().ok());
+    [
+        ("LOCAL_RANK", "LOCAL_WORLD_SIZE"),
+        ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+        ("SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"),
+        ("MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    ]
+    .into_iter()
+    .find_map(|(rank, size)| Some((number(rank)?, number(size)?)))
+    .filter(|(_, size)| *size > 1)
+    .map(|(rank, _)| rank)
+}
+
 /// The first host of a Slurm host list: `gpu[007-010,12],cpu1` -> `gpu007`.
 pub fn first_host(list: &str) -> Option<String> {
     let first = list.split(',').next()?.trim();
@@ -145,6 +163,14 @@ mod tests {
             detect(&env(&[("RANK", "2"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "a")]), None),
             Err(LaunchError::RankOutOfRange { rank: 2, world: 2 })
         );
+    }
+
+    #[test]
+    fn one_process_per_gpu_or_per_node() {
+        assert_eq!(local_rank(&env(&[("LOCAL_RANK", "3"), ("LOCAL_WORLD_SIZE", "8")])), Some(3));
+        assert_eq!(local_rank(&env(&[("LOCAL_RANK", "0"), ("LOCAL_WORLD_SIZE", "1")])), None);
+        assert_eq!(local_rank(&env(&[("SLURM_LOCALID", "1"), ("SLURM_NTASKS_PER_NODE", "4")])), Some(1));
+        assert_eq!(local_rank(&env(&[("SLURM_LOCALID", "0")])), None);
     }
 
     #[test]

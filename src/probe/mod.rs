@@ -1,11 +1,19 @@
 //! `topo probe`'s orchestration: who this process is in the job (from the
 //! launcher), meeting the other ranks (rendezvous), and finding the GPU
-//! libraries before anything loads them.
+//! libraries before anything loads them; then the live run (`run`), what
+//! each figure should have been (`expect`) and the table (`render`).
 
-pub mod collectives;
+pub mod expect;
 pub mod launcher;
 pub mod libraries;
+pub mod render;
 pub mod rendezvous;
+pub mod run;
+
+/// A message size from the command line: `8`, `64K`, `1M`, `4G`.
+pub fn collective_size(text: &str) -> Option<u64> {
+    topo_model::collective::parse_size(text)
+}
 
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,11 @@
 //! factors, the data check's exact inputs and results, message-size sweeps
 //! and stragglers.
 
+use serde::{Deserialize, Serialize};
+
 /// The collectives `topo probe` runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Collective {
     AllReduce,
     AllGather,
@@ -12,6 +15,7 @@ pub enum Collective {
     Broadcast,
     Reduce,
     AllToAll,
+    #[serde(rename = "sendrecv")]
     SendRecv,
 }
 
@@ -77,7 +81,9 @@ pub fn input(rank: u32, i: u64) -> f64 {
 /// on a non-root rank). For all_gather and all_to_all, `i` indexes the
 /// concatenated output of `ranks` blocks of `block` elements.
 pub fn expected(collective: Collective, rank: u32, i: u64, ranks: u32, block: u64) -> Option<f64> {
-    let sum = |i: u64| (0..ranks).map(|r| input(r, i)).sum::<f64>();
+    // The sum over ranks in closed form, so checking a GiB stays linear.
+    let rank_terms = |n: u32| f64::from(n / 7 * 28 + (1..=n % 7).sum::<u32>());
+    let sum = |i: u64| rank_terms(ranks) + f64::from(ranks) * (i % 3) as f64;
     let block = block.max(1);
     match collective {
         Collective::AllReduce => Some(sum(i)),
@@ -95,12 +101,16 @@ pub fn expected(collective: Collective, rank: u32, i: u64, ranks: u32, block: u6
 }
 
 /// Elements of `output` that differ from what `rank` must hold (the check
-/// fails on any).
-pub fn wrong_elements(collective: Collective, rank: u32, ranks: u32, block: u64, output: &[f64]) -> u64 {
+/// fails on any). `output` starts at element `start` of the rank's buffer, so
+/// a large buffer is checked in pieces. Values are `f32`, as the probes move
+/// them; the inputs are small integers, exact in `f32`.
+pub fn wrong_elements(collective: Collective, rank: u32, ranks: u32, block: u64, start: u64, output: &[f32]) -> u64 {
     output
         .iter()
         .enumerate()
-        .filter(|(i, value)| expected(collective, rank, *i as u64, ranks, block).is_some_and(|e| e != **value))
+        .filter(|(i, value)| {
+            expected(collective, rank, start + *i as u64, ranks, block).is_some_and(|e| e != f64::from(**value))
+        })
         .count() as u64
 }
 
@@ -171,17 +181,33 @@ mod tests {
                     Collective::AllGather | Collective::AllToAll => block * u64::from(ranks),
                     _ => block,
                 };
-                let good: Vec<f64> =
-                    (0..len).map(|i| expected(collective, rank, i, ranks, block).unwrap_or(-1.0)).collect();
-                assert_eq!(wrong_elements(collective, rank, ranks, block, &good), 0, "{collective:?}");
+                let good: Vec<f32> =
+                    (0..len).map(|i| expected(collective, rank, i, ranks, block).unwrap_or(-1.0) as f32).collect();
+                assert_eq!(wrong_elements(collective, rank, ranks, block, 0, &good), 0, "{collective:?}");
                 let mut bad = good.clone();
                 bad[3] += 1.0;
                 let defined = expected(collective, rank, 3, ranks, block).is_some();
-                assert_eq!(wrong_elements(collective, rank, ranks, block, &bad), u64::from(defined), "{collective:?}");
+                assert_eq!(
+                    wrong_elements(collective, rank, ranks, block, 0, &bad),
+                    u64::from(defined),
+                    "{collective:?}"
+                );
+                // Checked in two pieces, the same count.
+                let (head, tail) = bad.split_at(2);
+                let pieces = wrong_elements(collective, rank, ranks, block, 0, head)
+                    + wrong_elements(collective, rank, ranks, block, 2, tail);
+                assert_eq!(pieces, u64::from(defined), "{collective:?}");
             }
         }
         // all_reduce of 8 ranks: every element is the sum of the inputs.
         assert_eq!(expected(Collective::AllReduce, 5, 0, 8, 1), Some((1..=7).sum::<u32>() as f64 + 1.0));
+        // The closed form equals the plain sum for every rank count and residue.
+        for ranks in 1..40u32 {
+            for i in 0..6u64 {
+                let plain: f64 = (0..ranks).map(|r| input(r, i)).sum();
+                assert_eq!(expected(Collective::AllReduce, 0, i, ranks, 1), Some(plain), "{ranks} ranks, element {i}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,181 @@
+//! What `topo probe` measured on live GPUs: copies, collectives and the hops of
+//! a ring, each with the bandwidth the topology says it should reach. Stored in
+//! the snapshot (`probe:`) so `show`, `diagnose` and `preflight` read the same
+//! numbers the run printed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Bandwidth;
+use crate::collective::Collective;
+
+/// One `topo probe` run on one node (one process of a job).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    /// This process's place in a multi-node job (`rank` of `world`), and the
+    /// launcher that said so; rank 0 of 1 when run alone.
+    pub rank: u32,
+    pub world: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<String>,
+    /// `12.4`, from `cuDriverGetVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_driver: Option<String>,
+    /// `2.21.5`, from `ncclGetVersion`; `None` when no collective ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_library: Option<String>,
+    pub gpus: Vec<ProbedGpu>,
+    pub settings: ProbeSettings,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub copies: Vec<CopyResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<CollectiveResult>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ring_walk: Vec<HopResult>,
+}
+
+/// A GPU as CUDA numbers it (CUDA's order can differ from NVML's and PCI's:
+/// the bus ID is what joins it to the topology).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbedGpu {
+    pub ordinal: u32,
+    pub bus_id: String,
+    pub name: String,
+    /// This GPU's rank in the NCCL communicator, when collectives ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_rank: Option<u32>,
+}
+
+/// How the run was asked for, so a reader can tell a quick run from a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeSettings {
+    pub warmup: u32,
+    pub iterations: u32,
+    /// Bytes per copy.
+    pub copy_bytes: u64,
+    /// Collective message sizes, nccl-tests' convention (the larger buffer).
+    pub sizes: Vec<u64>,
+    /// A measurement below `threshold` x expected is a finding.
+    pub threshold: f64,
+}
+
+impl Default for ProbeSettings {
+    fn default() -> Self {
+        ProbeSettings { warmup: 2, iterations: 10, copy_bytes: 256 << 20, sizes: Vec::new(), threshold: 0.75 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CopyKind {
+    /// Pinned host memory to the GPU.
+    HostToDevice,
+    DeviceToHost,
+    /// Both directions over the GPU's PCIe link at once (sum of the two).
+    Bidirectional,
+    /// A copy inside one GPU's memory (bytes copied, not read + written).
+    DeviceLocal,
+    /// `gpu` to `peer` with peer access on.
+    Peer,
+    /// `gpu` to `peer` and `peer` to `gpu` at once (sum of the two).
+    PeerBothWays,
+}
+
+impl CopyKind {
+    /// `H2D`, `D2H`, ... as bandwidth tools label them.
+    pub fn label(self) -> &'static str {
+        match self {
+            CopyKind::HostToDevice => "H2D",
+            CopyKind::DeviceToHost => "D2H",
+            CopyKind::Bidirectional => "H2D+D2H",
+            CopyKind::DeviceLocal => "D2D",
+            CopyKind::Peer => "P2P",
+            CopyKind::PeerBothWays => "P2P both ways",
+        }
+    }
+
+    /// Whether the figure adds up two directions.
+    pub fn both_directions(self) -> bool {
+        matches!(self, CopyKind::Bidirectional | CopyKind::PeerBothWays)
+    }
+}
+
+/// One copy measurement.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CopyResult {
+    pub kind: CopyKind,
+    /// CUDA ordinal of the GPU (the source for peer copies).
+    pub gpu: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<u32>,
+    pub bytes: u64,
+    /// Seconds per copy (per pair of copies for both-way kinds), from CUDA events.
+    pub seconds: f64,
+    pub bandwidth: Bandwidth,
+    #[serde(flatten)]
+    pub expectation: Expectation,
+    /// Why the copy could not run (peer access refused, allocation failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the topology says a measurement should reach, and how close it came.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Expectation {
+    /// `PCIe Gen5 x16`, `NV18`, `PXB`: the path the figure is held against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Bandwidth>,
+    /// measured / expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+}
+
+impl Expectation {
+    pub fn new(path: Option<String>, expected: Option<Bandwidth>, measured: Bandwidth) -> Expectation {
+        let ratio = expected.filter(|e| e.0 > 0.0).map(|e| measured.0 / e.0);
+        Expectation { path, expected, ratio }
+    }
+}
+
+/// One collective over all the job's GPUs, swept over sizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveResult {
+    pub collective: Collective,
+    /// NCCL ranks (GPUs) in the communicator.
+    pub ranks: u32,
+    pub rows: Vec<CollectiveRow>,
+    /// Held against the best bus bandwidth of the sweep.
+    #[serde(flatten)]
+    pub expectation: Expectation,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveRow {
+    pub bytes: u64,
+    /// Seconds per operation on the slowest local rank.
+    pub seconds: f64,
+    pub algbw: Bandwidth,
+    pub busbw: Bandwidth,
+    /// Output elements that differ from the exactly known result, over this
+    /// process's ranks; any is a failed run.
+    pub wrong: u64,
+    /// Seconds per operation of each of this process's ranks (NCCL rank, seconds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_rank: Vec<(u32, f64)>,
+}
+
+/// One hop of a ring, timed alone with send/recv.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HopResult {
+    /// NCCL ranks.
+    pub from: u32,
+    pub to: u32,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub bandwidth: Bandwidth,
+    #[serde(flatten)]
+    pub expectation: Expectation,
+}

@@ -1,0 +1,240 @@
+//! `topo probe`'s live run: open the GPUs, measure copies, meet the other
+//! ranks, run the collectives and the ring walk, all under a watchdog so a
+//! lost peer ends every process with a message instead of a hang.
+
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::Context;
+use topo_model::Snapshot;
+use topo_model::collective::Collective;
+use topo_model::measure::{ProbeReport, ProbeSettings, ProbedGpu};
+use topo_probes::live::collectives::{self, CollectivePlan, Rank};
+use topo_probes::live::copies::{self, CopyPlan};
+use topo_probes::live::cuda::{self, Gpu};
+use topo_probes::live::nccl::{Nccl, UniqueId};
+
+use super::launcher::Launch;
+use super::rendezvous;
+
+/// Everything one run needs, decided before any GPU is touched.
+pub struct Plan {
+    pub copies: Option<CopyPlan>,
+    pub collectives: CollectivePlan,
+    /// Ring walk: `Some(ring)` of NCCL ranks, `Some(empty)` for rank order.
+    pub ring: Option<Vec<u32>>,
+    pub ring_bytes: u64,
+    pub threshold: f64,
+    pub timeout: Duration,
+    pub nccl_library: Option<PathBuf>,
+}
+
+/// This process's part of the job.
+pub struct Place {
+    pub launch: Option<Launch>,
+    /// One process per GPU (torchrun `--nproc-per-node` > 1, several Slurm
+    /// tasks per node): the local rank, which picks the GPU.
+    pub local_rank: Option<u32>,
+    pub host: String,
+}
+
+/// Ends the process with exit code 2 and `what` if dropped later than `timeout`
+/// after `arm`: NCCL blocks forever on a peer that never arrives.
+pub struct Watchdog(#[allow(dead_code)] mpsc::Sender<()>);
+
+impl Watchdog {
+    pub fn arm(timeout: Duration, what: String) -> Watchdog {
+        let (done, wait) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(timeout) {
+                eprintln!("topo probe: {what} did not finish within {} s; giving up", timeout.as_secs());
+                std::process::exit(2);
+            }
+        });
+        Watchdog(done)
+    }
+}
+
+/// Progress: a bar on a terminal (stderr), nothing otherwise.
+pub struct Progress(indicatif::ProgressBar);
+
+impl Progress {
+    pub fn new(total: u64) -> Progress {
+        let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Progress(bar)
+    }
+
+    pub fn step(&self, what: String) {
+        self.0.inc(1);
+        if !what.is_empty() {
+            self.0.set_message(what);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn open_gpus(place: &Place) -> anyhow::Result<Vec<Gpu>> {
+    let count = Gpu::count()?;
+    if count == 0 {
+        anyhow::bail!("the CUDA driver sees no GPU (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)");
+    }
+    let ordinals: Vec<u32> = match place.local_rank {
+        Some(local) if local < count => vec![local],
+        Some(local) => anyhow::bail!("local rank {local} has no GPU: the driver sees {count}"),
+        None => (0..count).collect(),
+    };
+    ordinals.into_iter().map(|o| Gpu::open(o).with_context(|| format!("GPU {o}"))).collect()
+}
+
+/// The NCCL id every rank must share: made by global rank 0, handed over the
+/// launcher-named rendezvous (bounded message, job token, timeout).
+fn share_id(nccl: &Nccl, place: &Place, timeout: Duration) -> anyhow::Result<UniqueId> {
+    let Some(launch) = place.launch.as_ref().filter(|l| l.world > 1) else { return Ok(nccl.unique_id()?) };
+    if launch.rank == 0 {
+        let id = nccl.unique_id()?;
+        rendezvous::serve(launch, &id.0, timeout)?;
+        Ok(id)
+    } else {
+        let bytes = rendezvous::join(launch, &place.host, timeout)?;
+        let id: [u8; 128] = bytes
+            .try_into()
+            .map_err(|b: Vec<u8>| anyhow::anyhow!("rank 0 sent a {}-byte id; an NCCL id is 128 bytes", b.len()))?;
+        Ok(UniqueId(id))
+    }
+}
+
+/// NCCL ranks of this process's GPUs, and the communicator's size. One process
+/// per node numbers its GPUs after the nodes before it (every node is assumed
+/// to bring as many GPUs; NCCL reports a mismatch as a failed init).
+fn rank_layout(place: &Place, local_gpus: u32) -> (u32, u32) {
+    match (&place.launch, place.local_rank) {
+        (Some(launch), Some(_)) => (launch.rank, launch.world),
+        (Some(launch), None) => (launch.rank * local_gpus, launch.world * local_gpus),
+        (None, _) => (0, local_gpus),
+    }
+}
+
+fn progress_total(plan: &Plan, gpus: usize) -> u64 {
+    let copies = if plan.copies.is_some() { copies::count(gpus) } else { 0 };
+    let steps = plan.collectives.collectives.len() * plan.collectives.sizes.len();
+    (copies + steps + plan.ring.as_ref().map_or(0, |_| gpus.max(2))) as u64
+}
+
+/// Runs the plan on this machine's GPUs and returns the raw report (no
+/// expectations yet).
+pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
+    let cuda_driver = cuda::init()?;
+    let gpus = open_gpus(place)?;
+    let progress = Progress::new(progress_total(plan, gpus.len()));
+    let mut step = |what: String| progress.step(what);
+    let mut report = ProbeReport {
+        rank: place.launch.as_ref().map_or(0, |l| l.rank),
+        world: place.launch.as_ref().map_or(1, |l| l.world),
+        launcher: place.launch.as_ref().map(|l| l.source.to_string()),
+        cuda_driver: Some(cuda_driver),
+        gpus: gpus
+            .iter()
+            .map(|g| ProbedGpu { ordinal: g.ordinal, bus_id: g.bus_id.clone(), name: g.name.clone(), nccl_rank: None })
+            .collect(),
+        settings: ProbeSettings {
+            warmup: plan.collectives.warmup,
+            iterations: plan.collectives.iterations,
+            copy_bytes: plan.copies.map_or(0, |c| c.bytes as u64),
+            sizes: plan.collectives.sizes.clone(),
+            threshold: plan.threshold,
+        },
+        ..ProbeReport::default()
+    };
+    if let Some(copy_plan) = &plan.copies {
+        report.copies = copies::measure(&gpus, copy_plan, &mut step);
+    }
+    if plan.collectives.collectives.is_empty() && plan.ring.is_none() {
+        return Ok(report);
+    }
+    let library = plan.nccl_library.as_ref().context("NCCL was not found")?;
+    let nccl = Nccl::open(library)?;
+    report.nccl_version = Some(nccl.version()?);
+    report.nccl_library = Some(library.display().to_string());
+    let (first, world) = rank_layout(place, gpus.len() as u32);
+    let ranks = {
+        let _watchdog = Watchdog::arm(
+            plan.timeout,
+            format!("meeting the other ranks and making the {world}-rank NCCL communicator"),
+        );
+        let id = share_id(&nccl, place, plan.timeout)?;
+        let members: Vec<(u32, &Gpu)> = gpus.iter().enumerate().map(|(i, g)| (first + i as u32, g)).collect();
+        nccl.init_ranks(&id, world, &members)?
+    };
+    for (gpu, comm) in report.gpus.iter_mut().zip(&ranks) {
+        gpu.nccl_rank = Some(comm.rank);
+    }
+    let max_bytes = plan.collectives.sizes.iter().copied().chain([plan.ring_bytes]).max().unwrap_or(0);
+    let max_bytes = usize::try_from(max_bytes).context("message size too large for this machine")?;
+    let ranks: Vec<Rank> = gpus
+        .iter()
+        .zip(ranks)
+        .map(|(gpu, comm)| Rank::new(gpu, gpu.stream()?, comm, max_bytes))
+        .collect::<Result<_, _>>()?;
+    {
+        let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
+        report.collectives = collectives::run(&nccl, &ranks, &plan.collectives, &mut step)?;
+        if let Some(ring) = &plan.ring {
+            let ring = if ring.is_empty() { (0..world).collect() } else { ring.clone() };
+            if let Some(bad) = ring.iter().find(|r| **r >= world) {
+                anyhow::bail!("the ring names rank {bad}, but the communicator has {world} ranks");
+            }
+            report.ring_walk =
+                collectives::ring_walk(&nccl, &ranks, &ring, plan.ring_bytes, &plan.collectives, &mut step)?;
+        }
+    }
+    Ok(report)
+}
+
+/// The ring NCCL chose, from a parsed log: channel 0's order of the
+/// communicator with `world` ranks.
+pub fn ring_from_log(path: &std::path::Path) -> anyhow::Result<Vec<u32>> {
+    let report = crate::sources::nccl_report(&[path.to_path_buf()]);
+    if let Some(error) = report.inputs.iter().find_map(|i| i.error.clone()) {
+        anyhow::bail!("{}: {error}", path.display());
+    }
+    report
+        .communicators
+        .iter()
+        .filter_map(|c| c.rings.iter().min_by_key(|r| r.channel))
+        .find(|r| r.order.len() > 1)
+        .map(|r| r.order.clone())
+        .with_context(|| {
+            format!(
+                "{}: no ring in this log (NCCL_DEBUG=INFO prints them as `Channel 00/..: 0 1 2 ...`)",
+                path.display()
+            )
+        })
+}
+
+/// The NVML P2P read status of two CUDA ordinals, found through their bus IDs.
+pub fn nvml_p2p_status(snapshot: &Snapshot, report: &ProbeReport, a: u32, b: u32) -> Option<String> {
+    let nvml = snapshot.nvml.as_ref()?;
+    let bus =
+        |ordinal: u32| report.gpus.iter().find(|g| g.ordinal == ordinal)?.bus_id.parse::<topo_model::BusId>().ok();
+    let index = |ordinal: u32| {
+        let wanted = bus(ordinal)?;
+        nvml.answered().find(|(_, d)| d.bus_id() == Some(wanted)).map(|(i, _)| i)
+    };
+    let pair = nvml.pair(index(a)?, index(b)?)?;
+    pair.p2p.read.ok().cloned()
+}
+
+/// The default collective plan: `quick` is all_reduce at three large sizes;
+/// `full` sweeps every collective from 8 B to 1 GiB.
+pub fn default_collectives(full: bool) -> (Vec<Collective>, u64, u64) {
+    if full { (Collective::ALL.to_vec(), 8, 1 << 30) } else { (vec![Collective::AllReduce], 64 << 20, 1 << 30) }
+}
