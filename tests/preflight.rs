@@ -35,7 +35,7 @@ fn healthy_node_passes_alone_and_against_its_own_expectations() {
     let dir = tempfile::tempdir().unwrap();
     let (code, stdout) = preflight(dir.path(), &healthy(), &[]);
     assert_eq!(code, 0, "{stdout}");
-    assert!(stdout.starts_with("PASS gx3d-h100: 10 checks passed, 0 warnings, 5 skipped\n"), "{stdout}");
+    assert!(stdout.starts_with("PASS gx3d-h100: 10 checks passed, 0 warnings, 7 skipped\n"), "{stdout}");
 
     let expect = dir.path().join("h100.yaml");
     let (code, stdout) = preflight(dir.path(), &healthy(), &["--write-expect", expect.to_str().unwrap()]);
@@ -151,7 +151,7 @@ fn junit_and_could_not_run() {
     let (code, xml) = preflight(dir.path(), &snapshot, &["--format", "junit"]);
     assert_eq!(code, 1);
     insta::assert_snapshot!("junit-port-down", xml);
-    // A bad expectations file, and live probes this build lacks: exit 2.
+    // A bad expectations file, and live probes asked of a stored snapshot: exit 2.
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "gpus: {count: eight}\n").unwrap();
     let (code, _) = preflight(dir.path(), &snapshot, &["--expect", bad.to_str().unwrap()]);

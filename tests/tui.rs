@@ -153,3 +153,20 @@ fn mouse_clicks_tabs_cells_and_rows() {
     click(&mut app, 5, 3);
     assert_eq!(app.row(), 1);
 }
+
+/// A snapshot carrying `topo probe` results (measured on the stand-in GPU
+/// libraries over the ASUS box's real sysfs tree): the Bandwidth screen charts
+/// the probe's collectives against their expected ring bandwidth.
+#[test]
+fn bandwidth_screen_charts_probe_results() {
+    let mut app = app("tests/fixtures/snapshots/asus-esc8000a-e12-standin-probe.yaml", &[], None);
+    let position = Screen::ALL.iter().position(|s| *s == Screen::Bandwidth).unwrap();
+    key(&mut app, KeyCode::Char(char::from(b'1' + position as u8)));
+    let text = render(&mut app, 120, 30);
+    assert!(
+        text.contains("topo probe all_reduce: peak busbw 19.38 GB/s over 7 sizes; 141% of the expected 13.8 GB/s"),
+        "{text}"
+    );
+    assert!(text.contains("topo probe all_gather: peak busbw"), "{text}");
+    insta::assert_snapshot!("standin-probe-bandwidth-120x30", text);
+}

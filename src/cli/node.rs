@@ -41,6 +41,9 @@ pub(super) struct PreflightArgs {
     /// large sizes) or `full` (every collective swept, ring walk); see `topo probe`.
     #[arg(long, value_enum, default_value = "none")]
     pub(super) probe: ProbeLevel,
+    /// Largest message (and copy) for --probe; lower it on small GPUs.
+    #[arg(long, value_name = "SIZE", default_value = "1G")]
+    pub(super) probe_max: String,
 }
 
 pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
@@ -55,10 +58,14 @@ pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
                 #[command(flatten)]
                 args: ProbeArgs,
             }
-            let mut flags = vec!["probe".into(), "--sysfs-root".into(), args.origin.sysfs_root.clone().into_os_string()];
+            let mut flags =
+                vec!["probe".into(), "--sysfs-root".into(), args.origin.sysfs_root.clone().into_os_string()];
             if level == ProbeLevel::Full {
                 flags.push("--full".into());
             }
+            let max = size_arg("--probe-max", &args.probe_max)?;
+            let copy = max.min(256 << 20).to_string();
+            flags.extend(["--max".into(), args.probe_max.clone().into(), "--copy-size".into(), copy.into()]);
             let probe = <Probe as clap::Parser>::parse_from(flags);
             super::node::live_probe(&probe.args, None)?.snapshot
         }
@@ -170,8 +177,15 @@ fn probe_plan(args: &ProbeArgs, nccl_library: Option<PathBuf>) -> anyhow::Result
             .map(|n| Collective::from_name(n).with_context(|| format!("--collectives: unknown collective {n:?}")))
             .collect::<anyhow::Result<_>>()?,
     };
-    let min = args.min.as_deref().map(|t| size_arg("--min", t)).transpose()?.unwrap_or(default_min);
-    let max = args.max.as_deref().map(|t| size_arg("--max", t)).transpose()?.unwrap_or(default_max.max(min));
+    let min_flag = args.min.as_deref().map(|t| size_arg("--min", t)).transpose()?;
+    let max_flag = args.max.as_deref().map(|t| size_arg("--max", t)).transpose()?;
+    // A bound given alone pulls the other default along rather than failing.
+    let (min, max) = match (min_flag, max_flag) {
+        (Some(min), Some(max)) => (min, max),
+        (Some(min), None) => (min, default_max.max(min)),
+        (None, Some(max)) => (default_min.min(max), max),
+        (None, None) => (default_min, default_max),
+    };
     if min > max {
         anyhow::bail!("--min {min} is larger than --max {max}");
     }

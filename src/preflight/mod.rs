@@ -143,7 +143,12 @@ fn summary(finding: &Finding) -> String {
 fn probe_summary(report: &topo_model::measure::ProbeReport) -> String {
     use topo_model::measure::CopyKind;
     let slowest = |kind: CopyKind| {
-        report.copies.iter().filter(|c| c.kind == kind && c.error.is_none()).map(|c| c.bandwidth.gbps()).reduce(f64::min)
+        report
+            .copies
+            .iter()
+            .filter(|c| c.kind == kind && c.error.is_none())
+            .map(|c| c.bandwidth.gbps())
+            .reduce(f64::min)
     };
     let mut parts = Vec::new();
     if let Some(h2d) = slowest(CopyKind::HostToDevice) {
@@ -342,11 +347,9 @@ fn bandwidth_problems(report: &topo_model::measure::ProbeReport, min: &expect::M
     use topo_model::collective::Collective;
     use topo_model::measure::CopyKind;
     let mut problems = Vec::new();
-    for (kind, floor) in [
-        (CopyKind::HostToDevice, min.h2d_gbps),
-        (CopyKind::DeviceToHost, min.d2h_gbps),
-        (CopyKind::Peer, min.p2p_gbps),
-    ] {
+    for (kind, floor) in
+        [(CopyKind::HostToDevice, min.h2d_gbps), (CopyKind::DeviceToHost, min.d2h_gbps), (CopyKind::Peer, min.p2p_gbps)]
+    {
         let Some(floor) = floor else { continue };
         for copy in report.copies.iter().filter(|c| c.kind == kind && c.error.is_none() && c.bandwidth.gbps() < floor) {
             let pair = copy.peer.map(|p| format!(" -> GPU {p}")).unwrap_or_default();

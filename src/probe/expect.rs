@@ -140,9 +140,10 @@ pub fn findings(report: &ProbeReport, nvml_p2p: &dyn Fn(u32, u32) -> Option<Stri
     let mut refused = Vec::new();
     let mut failed = Vec::new();
     for copy in &report.copies {
-        let what = match copy.peer {
-            Some(peer) => format!("{} GPU {} -> GPU {peer}", copy.kind.label(), copy.gpu),
-            None => format!("{} GPU {}", copy.kind.label(), copy.gpu),
+        let what = match (copy.peer, copy.kind) {
+            (Some(peer), CopyKind::PeerBothWays) => format!("P2P GPU {} <-> GPU {peer}", copy.gpu),
+            (Some(peer), _) => format!("{} GPU {} -> GPU {peer}", copy.kind.label(), copy.gpu),
+            (None, _) => format!("{} GPU {}", copy.kind.label(), copy.gpu),
         };
         match (&copy.error, copy.expectation.ratio, copy.expectation.expected) {
             (Some(error), ..) if error.starts_with("peer access refused") => {

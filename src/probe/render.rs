@@ -143,16 +143,22 @@ pub fn plain(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
         report.nccl_version.as_deref().unwrap_or("not used"),
     );
     let _ = writeln!(out, "GPUs: {}\n", names.join(", "));
+    tables(&mut out, report);
+    out.push_str(&crate::views::findings::render(findings));
+    out
+}
+
+/// The copies, collectives and ring walk tables (also under `topo show` for a
+/// snapshot that carries probe results).
+pub fn tables(out: &mut String, report: &ProbeReport) {
     if !report.copies.is_empty() {
-        copies(&mut out, report);
+        copies(out, report);
     }
-    collectives(&mut out, report);
-    ring_walk(&mut out, report);
+    collectives(out, report);
+    ring_walk(out, report);
     if report.gpus.len() == 1 && report.world == 1 {
         out.push_str(
             "One GPU: no pairs to copy between, and collectives over one rank move nothing across a link.\n\n",
         );
     }
-    out.push_str(&crate::views::findings::render(findings));
-    out
 }

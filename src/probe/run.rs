@@ -166,11 +166,12 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     report.nccl_library = Some(library.display().to_string());
     let (first, world) = rank_layout(place, gpus.len() as u32);
     let ranks = {
+        // The rendezvous has its own timeout, which names the missing ranks.
+        let id = share_id(&nccl, place, plan.timeout)?;
         let _watchdog = Watchdog::arm(
             plan.timeout,
-            format!("meeting the other ranks and making the {world}-rank NCCL communicator"),
+            format!("making the {world}-rank NCCL communicator (a rank may have died after the rendezvous)"),
         );
-        let id = share_id(&nccl, place, plan.timeout)?;
         let members: Vec<(u32, &Gpu)> = gpus.iter().enumerate().map(|(i, g)| (first + i as u32, g)).collect();
         nccl.init_ranks(&id, world, &members)?
     };

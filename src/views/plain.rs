@@ -32,6 +32,12 @@ pub fn render(snapshot: &Snapshot, colour: bool) -> String {
     numa(&mut out, topology);
     interfaces(&mut out, topology);
     pci_tree(&mut out, topology, !endpoints.is_empty());
+    if let Some(report) = &snapshot.probe {
+        let driver = report.cuda_driver.as_deref().unwrap_or("?");
+        let nccl = report.nccl_version.as_deref().unwrap_or("not used");
+        let _ = writeln!(out, "\nLive probe (topo probe; CUDA driver {driver}, NCCL {nccl})\n");
+        crate::probe::render::tables(&mut out, report);
+    }
     out
 }
 

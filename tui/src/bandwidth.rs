@@ -1,7 +1,7 @@
-//! Bandwidth: measured results against what the links should carry. Today the
-//! measurements are nccl-tests runs found in the `--nccl-log` input: busbw
-//! against message size per run, with the expected line when the run's GPUs
-//! are in the snapshot (the slowest path of the ring through them).
+//! Bandwidth: measured results against what the links should carry: the
+//! collectives of a `topo probe` run stored in the snapshot, and nccl-tests
+//! runs found in the `--nccl-log` input; busbw against message size per run,
+//! with the expected line when known (the slowest path of the ring).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -36,7 +36,18 @@ pub fn expected_busbw(app: &App, run: &NcclTestsRun) -> Option<f64> {
 pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     let all_runs: Vec<NcclTestsRun> = app.data.nccl.iter().flat_map(|r| r.nccl_tests.iter().cloned()).collect();
     let runs: Vec<NcclTestsRun> = all_runs.iter().filter(|r| !r.rows.is_empty()).cloned().collect();
-    if runs.is_empty() && !all_runs.is_empty() {
+    let probe_series: Vec<Series> = app
+        .data
+        .snapshot
+        .probe
+        .iter()
+        .flat_map(|p| p.collectives.iter())
+        .map(|c| {
+            let points = c.rows.iter().filter(|r| r.bytes > 0).map(|r| ((r.bytes as f64).log2(), r.busbw.gbps()));
+            (format!("topo probe {}", c.collective.name()), points.collect(), c.expectation.expected.map(|e| e.gbps()))
+        })
+        .collect();
+    if runs.is_empty() && !all_runs.is_empty() && probe_series.is_empty() {
         // Only the closing `Avg bus bandwidth` lines made it into the log.
         let lines: Vec<Line> = all_runs
             .iter()
@@ -49,10 +60,10 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         frame.render_widget(Paragraph::new(lines).block(Block::new().borders(Borders::ALL).title(" Bandwidth ")), area);
         return;
     }
-    if runs.is_empty() {
-        let text = "No bandwidth measurements in this snapshot or log. nccl-tests output in an --nccl-log input \
-                    (all_reduce_perf and friends) is charted here: busbw against message size, with the bandwidth \
-                    the detected links should carry.";
+    if runs.is_empty() && probe_series.is_empty() {
+        let text = "No bandwidth measurements in this snapshot or log. `topo probe --save FILE` results and \
+                    nccl-tests output in an --nccl-log input (all_reduce_perf and friends) are charted here: busbw \
+                    against message size, with the bandwidth the detected links should carry.";
         frame.render_widget(
             Paragraph::new(text)
                 .wrap(Wrap { trim: false })
@@ -74,6 +85,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 .collect();
             (name, points, expected_busbw(app, run))
         })
+        .chain(probe_series)
         .collect();
     let all = series.iter().flat_map(|(_, p, _)| p.iter());
     let (mut x_min, mut x_max, mut y_max) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
@@ -145,6 +157,12 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 .map_or(String::new(), |e| format!("; peak {:.0}% of the expected {e:.1} GB/s", 100.0 * peak / e));
             Line::raw(format!("{name}: {} ranks, avg busbw {avg} GB/s, peak {peak:.2} GB/s{ratio}", run.ranks.len()))
         })
+        .chain(series.iter().skip(runs.len()).map(|(name, points, expected)| {
+            let peak = points.iter().map(|(_, busbw)| *busbw).fold(0.0, f64::max);
+            let ratio =
+                expected.map_or(String::new(), |e| format!("; {:.0}% of the expected {e:.1} GB/s", 100.0 * peak / e));
+            Line::raw(format!("{name}: peak busbw {peak:.2} GB/s over {} sizes{ratio}", points.len()))
+        }))
         .collect();
     let [chart_area, summary_area] =
         Layout::vertical([Constraint::Min(6), Constraint::Length(summary.len() as u16 + 2)]).areas(area);

@@ -101,15 +101,12 @@ fn check(rank: &Rank, collective: Collective, shape: Shape) -> Result<u64, LiveE
         _ => shape.total,
     };
     let mut wrong = 0;
-    let mut host = vec![0u8; CHECK_CHUNK.min(output_elements * FLOAT)];
-    let mut values: Vec<f32> = Vec::with_capacity(host.len() / FLOAT);
+    let mut values = vec![0f32; (CHECK_CHUNK / FLOAT).min(output_elements)];
     let mut done = 0;
     while done < output_elements {
-        let n = (host.len() / FLOAT).min(output_elements - done);
-        rank.recv.read(done * FLOAT, &mut host[..n * FLOAT], &rank.stream)?;
-        values.clear();
-        values.extend(host[..n * FLOAT].chunks_exact(FLOAT).map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])));
-        wrong += collective::wrong_elements(collective, r, world, shape.block as u64, done as u64, &values);
+        let n = values.len().min(output_elements - done);
+        rank.recv.read(done * FLOAT, &mut values[..n], &rank.stream)?;
+        wrong += collective::wrong_elements(collective, r, world, shape.block as u64, done as u64, &values[..n]);
         done += n;
     }
     Ok(wrong)

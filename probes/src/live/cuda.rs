@@ -224,17 +224,16 @@ impl DeviceBuffer {
         stream.synchronize()
     }
 
-    /// Copies out from `offset` (bytes) into `host`, waiting for it.
-    pub fn read(&self, offset: usize, host: &mut [u8], stream: &Stream) -> Result<(), LiveError> {
-        let end = offset.checked_add(host.len()).filter(|end| *end <= self.bytes);
-        if end.is_none() {
+    /// Copies `f32`s out from `offset` (bytes) into `host`, waiting for it.
+    pub fn read(&self, offset: usize, host: &mut [f32], stream: &Stream) -> Result<(), LiveError> {
+        let bytes = std::mem::size_of_val(host);
+        if offset.checked_add(bytes).is_none_or(|end| end > self.bytes) {
             return Err(LiveError::Usage(format!(
-                "read of {} bytes at {offset} past a {}-byte buffer",
-                host.len(),
+                "read of {bytes} bytes at {offset} past a {}-byte buffer",
                 self.bytes
             )));
         }
-        // SAFETY: as in write.
+        // SAFETY: as in write; every bit pattern is a valid f32.
         unsafe { result::memcpy_dtoh_async(host, self.ptr + offset as u64, stream.raw) }.during("cuMemcpyDtoHAsync")?;
         stream.synchronize()
     }

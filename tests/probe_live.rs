@@ -1,0 +1,307 @@
+//! `topo probe` end to end on stand-in GPU libraries: `libcuda.so.1` and
+//! `libnccl.so.2` built here from `tests/fake-gpu/*.c` (needs `cc`). Device
+//! memory is host memory, so the copies and collectives move real bytes and
+//! the data check is real; time is simulated per stream, so bandwidths are
+//! exact. The topology the figures are held against is the ASUS ESC8000A-E12
+//! sysfs tree (4x RTX 6000 Ada, PCIe Gen4 x16, two sockets).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const ASUS: &str = "tests/fixtures/sysfs/asus-esc8000a-e12";
+const ASUS_GPUS: &str = "0000:01:00.0,0000:41:00.0,0000:c1:00.0,0000:e1:00.0";
+
+/// Builds the stand-in libraries once per test run.
+fn fake_libraries() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("topo-fake-gpu-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-gpu");
+        let cc = |args: &[&str]| {
+            let status = Command::new("cc").current_dir(&dir).args(args).status().expect("a C compiler (`cc`)");
+            assert!(status.success(), "cc {args:?}");
+        };
+        let cuda = source.join("fake_cuda.c");
+        cc(&["-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", "libcuda.so.1", cuda.to_str().unwrap()]);
+        let nccl = source.join("fake_nccl.c");
+        cc(&[
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-Wl,-soname,libnccl.so.2",
+            "-o",
+            "libnccl.so.2",
+            nccl.to_str().unwrap(),
+            "-L.",
+            "-l:libcuda.so.1",
+            "-Wl,-rpath,$ORIGIN",
+        ]);
+        let _ = std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so"));
+        dir
+    })
+}
+
+fn topo(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_topo"));
+    command.args(args).env("LD_LIBRARY_PATH", fake_libraries()).env_remove("TOPO_NCCL_LIBRARY");
+    for var in ["RANK", "WORLD_SIZE", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "LOCAL_RANK", "SLURM_LOCALID"]
+    {
+        command.env_remove(var);
+    }
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().unwrap()
+}
+
+fn text(output: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// The ASUS box with GPU 3's host link at a third of its speed, GPUs 1 and 2
+/// refused peer access, and the send/recv from rank 2 to rank 3 at 4 GB/s.
+const FAULTS: [(&str, &str); 4] = [
+    ("FAKE_CUDA_BUS", ASUS_GPUS),
+    ("FAKE_CUDA_SLOW_GPU", "3:9"),
+    ("FAKE_CUDA_NO_PEER", "1-2"),
+    ("FAKE_NCCL_SLOW_HOP", "2-3:4"),
+];
+
+#[test]
+fn every_measurement_held_against_the_topology() {
+    let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "4M", "--collectives", "all", "--min", "1M"];
+    let output = topo(&[&args[..], &["--max", "4M", "--ring-walk", "--format", "json"]].concat(), &FAULTS);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let probe = &json["probe"];
+    assert_eq!((probe["cuda_driver"].as_str(), probe["nccl_version"].as_str()), (Some("12.4"), Some("2.21.5")));
+    // 4 per GPU and 3 per pair.
+    let copies = probe["copies"].as_array().unwrap();
+    assert_eq!(copies.len(), 4 * 4 + 3 * 6);
+    let find = |kind: &str, gpu: u64, peer: Option<u64>| {
+        copies
+            .iter()
+            .find(|c| c["kind"] == kind && c["gpu"] == gpu && c["peer"].as_u64() == peer)
+            .unwrap_or_else(|| panic!("{kind} {gpu} {peer:?}"))
+    };
+    // Gen4 x16 carries 31.5 GB/s raw, 27.1 expected; the stand-in moves 4 MiB
+    // at 26 GB/s plus 5 us per copy: 25.2 GB/s, 93 %.
+    let h2d = find("host_to_device", 0, None);
+    assert_eq!(h2d["path"], "PCIe Gen4 x16");
+    assert_eq!(format!("{:.1}", h2d["bandwidth"].as_f64().unwrap() / 1e9), "25.2");
+    assert_eq!(format!("{:.2}", h2d["ratio"].as_f64().unwrap()), "0.93");
+    // Both directions at once add up.
+    let both = find("bidirectional", 0, None);
+    assert_eq!(format!("{:.1}", both["bandwidth"].as_f64().unwrap() / 1e9), "50.4");
+    assert_eq!(format!("{:.1}", both["expected"].as_f64().unwrap() / 1e9), "54.2");
+    // A pair on one socket is NODE, across sockets SYS.
+    assert_eq!(find("peer", 0, Some(1))["path"], "NODE");
+    assert_eq!(find("peer", 0, Some(2))["path"], "SYS");
+    // A refused pair is reported as refused, with no bandwidth to misread.
+    let refused = find("peer", 1, Some(2));
+    assert!(refused["error"].as_str().unwrap().contains("peer access refused"), "{refused}");
+    assert!(refused.get("ratio").is_none());
+    // Every collective ran at every size and every element checked out.
+    let collectives = probe["collectives"].as_array().unwrap();
+    assert_eq!(collectives.len(), 7);
+    for result in collectives {
+        let rows = result["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), 3, "{}", result["collective"]);
+        assert!(rows.iter().all(|r| r["wrong"] == 0), "{}", result["collective"]);
+        assert_eq!(result["ranks"], 4);
+    }
+    // all_reduce at 4 MiB: busbw = algbw x 2(n-1)/n; the stand-in's 20 GB/s bus.
+    let all_reduce = &collectives[0];
+    assert_eq!(all_reduce["collective"], "all_reduce");
+    let row = &all_reduce["rows"][2];
+    let (algbw, busbw) = (row["algbw"].as_f64().unwrap(), row["busbw"].as_f64().unwrap());
+    assert!((busbw / algbw - 1.5).abs() < 1e-9, "{row}");
+    assert_eq!(format!("{:.1}", busbw / 1e9), "19.4");
+    assert_eq!(all_reduce["path"], "ring, slowest hop SYS");
+    // The ring walk names the one slow hop.
+    let hops = probe["ring_walk"].as_array().unwrap();
+    assert_eq!(hops.len(), 4);
+    let slow: Vec<_> = hops.iter().filter(|h| h["ratio"].as_f64().unwrap() < 0.75).collect();
+    assert_eq!(slow.len(), 1, "{hops:?}");
+    assert_eq!((slow[0]["from"].as_u64(), slow[0]["to"].as_u64()), (Some(2), Some(3)));
+    let codes: Vec<&str> = json["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    // The stand-in pairs send/recv one at a time, so sendrecv and all_to_all run slow.
+    assert_eq!(codes, ["probe-slow-link", "probe-p2p-refused", "probe-slow-collective", "probe-straggler"]);
+    let slow_collectives = &json["findings"][2]["evidence"];
+    assert_eq!(slow_collectives[0]["at"], "all_to_all, 4 ranks", "{slow_collectives}");
+    assert_eq!(slow_collectives[1]["at"], "sendrecv, 4 ranks", "{slow_collectives}");
+}
+
+#[test]
+fn the_table() {
+    let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "4M", "--min", "1M", "--max", "4M", "--ring-walk"];
+    let output = topo(&args, &FAULTS);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let stdout = stdout.replacen(&format!("topo probe on {}:", host.trim()), "topo probe on HOST:", 1);
+    insta::assert_snapshot!(stdout);
+}
+
+#[test]
+fn a_wrong_element_fails_the_run() {
+    let args = ["probe", "--no-copies", "--collectives", "all_gather,all_reduce", "--min", "64K", "--max", "128K"];
+    let output = topo(&args, &[("FAKE_CUDA_BUS", ASUS_GPUS), ("FAKE_NCCL_CORRUPT", "all_gather")]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stdout.contains("error    probe-data-corruption  collective results wrong in 2 case(s)"), "{stdout}");
+    assert!(stdout.contains("evidence  all_gather 64 KiB: 1 wrong element(s)"), "{stdout}");
+    assert!(!stdout.contains("all_reduce 64 KiB: "), "{stdout}");
+}
+
+#[test]
+fn one_gpu_says_what_it_cannot_measure() {
+    let args = ["probe", "--copy-size", "1M", "--min", "1M", "--max", "2M"];
+    let output = topo(&args, &[("FAKE_CUDA_BUS", "0000:17:00.0")]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("all_reduce, 1 rank(s): one rank crosses no link, so busbw is 0"), "{stdout}");
+    assert!(stdout.contains("One GPU: no pairs to copy between"), "{stdout}");
+    assert!(!stdout.contains("P2P"), "{stdout}");
+}
+
+#[test]
+fn failures_are_named() {
+    let quick = ["probe", "--copy-size", "1M", "--max", "1M", "--min", "1M"];
+    let no_device = topo(&quick, &[("FAKE_CUDA_NO_DEVICE", "1")]);
+    let (_, stderr) = text(&no_device);
+    assert_eq!(no_device.status.code(), Some(2));
+    assert!(stderr.contains("cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"), "{stderr}");
+
+    let init = topo(&quick, &[("FAKE_NCCL_INIT_FAIL", "1")]);
+    let (_, stderr) = text(&init);
+    assert_eq!(init.status.code(), Some(2));
+    assert!(stderr.contains("ncclCommInitRank failed: unhandled system error"), "{stderr}");
+    assert!(stderr.contains("NCCL error 2"), "{stderr}");
+
+    let not_nccl = topo(&[&quick[..], &["--nccl-lib", "Cargo.toml"]].concat(), &[]);
+    let (_, stderr) = text(&not_nccl);
+    assert_eq!(not_nccl.status.code(), Some(2));
+    assert!(stderr.contains("cannot load Cargo.toml"), "{stderr}");
+
+    for (flag, value, says) in [
+        ("--min", "2x", "--min \"2x\": not a size"),
+        ("--collectives", "scan", "unknown collective \"scan\""),
+        ("--threshold", "1.5", "--threshold 1.5 is not between 0 and 1"),
+    ] {
+        let bad = topo(&["probe", flag, value], &[]);
+        let (_, stderr) = text(&bad);
+        assert_eq!(bad.status.code(), Some(2), "{flag}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    // A ring naming ranks the communicator lacks (log 046 rings 4 ranks; 2 GPUs here).
+    let log = "tests/fixtures/nccl-logs/046-nccl27to213-1node-4gpu-single-process-p2p-direct-8ch.log";
+    let ring = topo(&["probe", "--no-copies", "--collectives", "none", "--ring-from", log], &[]);
+    let (_, stderr) = text(&ring);
+    assert_eq!(ring.status.code(), Some(2));
+    assert!(stderr.contains("the ring names rank 2, but the communicator has 2 ranks"), "{stderr}");
+}
+
+#[test]
+fn the_ring_nccl_chose_is_walked() {
+    // Log 046 (NCCL 2.7-2.13, 4 GPUs, one process): its lowest channel's ring.
+    let log = "tests/fixtures/nccl-logs/046-nccl27to213-1node-4gpu-single-process-p2p-direct-8ch.log";
+    let args = ["probe", "--no-copies", "--collectives", "none", "--ring-from", log, "--max", "1M", "--format", "json"];
+    let output = topo(&args, &[("FAKE_CUDA_BUS", ASUS_GPUS)]);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let hops: Vec<(u64, u64)> = json["probe"]["ring_walk"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["from"].as_u64().unwrap(), h["to"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(hops, [(0, 1), (1, 2), (2, 3), (3, 0)]);
+}
+
+/// Preflight's line for one check (`FAIL  live-bandwidth  ...`).
+fn check_line(stdout: &str, name: &str) -> String {
+    stdout.lines().find(|l| l.split_whitespace().nth(1) == Some(name)).unwrap_or_default().to_string()
+}
+
+#[test]
+fn results_travel_in_the_snapshot_to_preflight() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("node.yaml");
+    let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "4M", "--min", "1M", "--max", "4M", "--save"];
+    let output = topo(&[&args[..], &[saved.to_str().unwrap()]].concat(), &FAULTS);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output).1);
+    let preflight = topo(&["preflight", "--from", saved.to_str().unwrap()], &[]);
+    let (stdout, _) = text(&preflight);
+    assert_eq!(preflight.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("live-bandwidth"), "{stdout}");
+    let line = |name: &str| check_line(&stdout, name);
+    assert!(line("live-bandwidth").contains("FAIL"), "{stdout}");
+    assert!(line("data-integrity").contains("PASS"), "{stdout}");
+    assert!(line("data-integrity").contains("all_reduce best busbw 19.4 GB/s over 4 ranks"), "{stdout}");
+    // The expectations file's minimums and threshold.
+    let expect = dir.path().join("expect.yaml");
+    std::fs::write(&expect, "probe_threshold: 0.2\nmin_bandwidth:\n  h2d_gbps: 20\n  all_reduce_busbw_gbps: 25\n")
+        .unwrap();
+    let strict = topo(&["preflight", "--from", saved.to_str().unwrap(), "--expect", expect.to_str().unwrap()], &[]);
+    let (stdout, _) = text(&strict);
+    let line = check_line(&stdout, "live-bandwidth");
+    assert!(line.contains("H2D GPU 3 8.9 GB/s, expected at least 20 GB/s"), "{stdout}");
+    assert!(line.contains("all_reduce best busbw 19.4 GB/s, expected at least 25 GB/s"), "{stdout}");
+    // At a 0.2 threshold GPU 3's 33 % is no longer a slow link.
+    assert!(!line.contains("below 20 %"), "{stdout}");
+    // Without a probe the live checks are skipped, not passed.
+    let bare = topo(&["preflight", "--sysfs-root", ASUS], &[]);
+    let (stdout, _) = text(&bare);
+    let line = check_line(&stdout, "live-bandwidth");
+    assert!(line.contains("SKIP") && line.contains("no live probe"), "{stdout}");
+}
+
+#[test]
+fn preflight_runs_the_probe_itself() {
+    let args = ["preflight", "--probe", "quick", "--probe-max", "16M", "--sysfs-root", ASUS];
+    let output = topo(&args, &[("FAKE_CUDA_BUS", ASUS_GPUS)]);
+    let (stdout, stderr) = text(&output);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let line = check_line(&stdout, "data-integrity");
+    assert!(line.contains("PASS") && line.contains("all_reduce best busbw"), "{stdout}\n{stderr}");
+    let refuse = topo(&["preflight", "--probe", "quick", "--example", "dgx-h100"], &[]);
+    assert_eq!(refuse.status.code(), Some(2));
+    assert!(text(&refuse).1.contains("cannot be combined with --from or --example"));
+}
+
+#[test]
+fn a_rank_that_never_arrives_ends_the_run() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let launch = [
+        ("RANK", "0"),
+        ("WORLD_SIZE", "2"),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", port.as_str()),
+        ("TOPO_JOB_TOKEN", "probe-test"),
+    ];
+    let start = std::time::Instant::now();
+    let output = topo(&["probe", "--no-copies", "--max", "1M", "--timeout", "2"], &launch);
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("rank 1 never connected"), "{stderr}");
+    assert!(start.elapsed().as_secs() < 20);
+}
+
+/// `topo show` of a snapshot saved by `topo probe --save` prints the tables
+/// after the topology (no GPU libraries needed to read it back).
+#[test]
+fn show_prints_stored_results() {
+    let stored = "tests/fixtures/snapshots/asus-esc8000a-e12-standin-probe.yaml";
+    let output = Command::new(env!("CARGO_BIN_EXE_topo")).args(["show", "--from", stored]).output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let probe = stdout.split_once("Live probe (topo probe; CUDA driver 12.4, NCCL 2.21.5)").unwrap().1;
+    assert!(probe.contains("3    H2D              PCIe Gen4 x16        8.9 GB/s    27.1 GB/s   33 %"), "{probe}");
+    assert!(probe.contains("all_gather, 4 rank(s): busbw expected 13.8 GB/s (ring, slowest hop SYS)"), "{probe}");
+    assert!(probe.contains("2 -> 3       NODE                 4.0 GB/s    27.1 GB/s   15 %"), "{probe}");
+}
