@@ -152,3 +152,30 @@ fn cluster_screen_and_drill_down() {
     assert_eq!(app.data.snapshot.host.hostname.as_deref(), Some("h100-02"));
     assert!(draw(&mut app).contains("nvlink-inactive"), "the opened node's own findings");
 }
+
+/// Stored probe results join the comparison: a node whose host copies run at
+/// half the class median is an outlier on that measure, ranked with the rest.
+/// (Nodes: the ASUS box's snapshot with stand-in probe results, three hosts.)
+#[test]
+fn measured_bandwidth_below_the_class_median() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = load("tests/fixtures/snapshots/asus-esc8000a-e12-standin-probe.yaml");
+    for (host, scale) in [("node-a", 1.0), ("node-b", 1.0), ("node-c", 0.5)] {
+        let mut node = base.clone();
+        node.host.hostname = Some(host.into());
+        let report = node.probe.as_mut().unwrap();
+        for copy in report.copies.iter_mut().filter(|c| c.kind == topo_model::measure::CopyKind::HostToDevice) {
+            copy.bandwidth.0 *= scale;
+        }
+        write(dir.path(), &format!("{host}.yaml"), &node);
+    }
+    let output = Command::cargo_bin("topo").unwrap().arg("cluster").arg(dir.path()).args(["--format", "json"]).output();
+    let json: serde_json::Value = serde_json::from_slice(&output.unwrap().stdout).unwrap();
+    let outliers = json["classes"][0]["outliers"].as_array().unwrap();
+    assert_eq!(outliers.len(), 1, "{outliers:?}");
+    assert_eq!(outliers[0]["host"], "node-c");
+    let difference = &outliers[0]["differences"][0];
+    assert_eq!(difference["fact"], "probe.h2d_min_gbps");
+    // GPU 3 is the slowest on every node: 8.9 GB/s, halved on node-c.
+    assert_eq!((difference["value"].as_str(), difference["majority"].as_str()), (Some("4.5"), Some("median 8.9")));
+}

@@ -20,7 +20,15 @@ pub struct NodeFacts {
     /// `gpu.count`, `gpu3.nvlinks`, `gpu3.vbios`, `nic.mlx5_0`, `nic.mlx5_0.firmware`, `driver`,
     /// `finding.nvlink-inactive`, ...
     pub facts: BTreeMap<String, String>,
+    /// Measured figures from a stored `topo probe` run (GB/s): compared with
+    /// the class's median rather than matched exactly.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub measures: BTreeMap<String, f64>,
 }
+
+/// A node measuring below this share of its class's median is an outlier
+/// (the same 10 % as the probe's straggler rule).
+pub const MEASURE_SLACK: f64 = 0.9;
 
 /// How much a difference in a fact counts when ranking outliers.
 fn weight(fact: &str) -> u32 {
@@ -31,6 +39,7 @@ fn weight(fact: &str) -> u32 {
         f if f.ends_with(".firmware") || f.ends_with(".vbios") => 2,
         f if f.starts_with("nic.") => 4,
         f if f.ends_with(".pcie") => 3,
+        f if f.starts_with("probe.") => 4,
         "driver" | "cuda" => 2,
         _ => 1,
     }
@@ -114,8 +123,55 @@ impl NodeFacts {
             file: file.to_string(),
             class: format!("{} / {nics}", if models.is_empty() { "no GPU".into() } else { models.join(" + ") }),
             facts,
+            measures: snapshot.probe.as_ref().map(measures).unwrap_or_default(),
         }
     }
+}
+
+/// The figures nodes of one class should share: the slowest GPU's host
+/// copies, the slowest peer copy, and each collective's best bus bandwidth.
+fn measures(report: &crate::measure::ProbeReport) -> BTreeMap<String, f64> {
+    use crate::measure::CopyKind;
+    let mut out = BTreeMap::new();
+    for (kind, name) in [
+        (CopyKind::HostToDevice, "probe.h2d_min_gbps"),
+        (CopyKind::DeviceToHost, "probe.d2h_min_gbps"),
+        (CopyKind::Peer, "probe.p2p_min_gbps"),
+    ] {
+        let slowest = report
+            .copies
+            .iter()
+            .filter(|c| c.kind == kind && c.error.is_none())
+            .map(|c| c.bandwidth.gbps())
+            .reduce(f64::min);
+        if let Some(value) = slowest {
+            out.insert(name.to_string(), value);
+        }
+    }
+    for result in &report.collectives {
+        let best = result.rows.iter().map(|r| r.busbw.gbps()).fold(0.0, f64::max);
+        out.insert(format!("probe.{}_busbw_gbps", result.collective.name()), best);
+    }
+    out
+}
+
+/// `node`'s measures below [`MEASURE_SLACK`] x the median of the class's
+/// nodes that have the same measure.
+fn slow_measures(node: &NodeFacts, nodes: &[NodeFacts]) -> Vec<Difference> {
+    node.measures
+        .iter()
+        .filter_map(|(key, value)| {
+            let mut all: Vec<f64> = nodes.iter().filter_map(|n| n.measures.get(key).copied()).collect();
+            all.sort_by(f64::total_cmp);
+            let median = *all.get(all.len() / 2)?;
+            (all.len() >= 2 && *value < median * MEASURE_SLACK).then(|| Difference {
+                fact: key.clone(),
+                value: Some(format!("{value:.1}")),
+                majority: Some(format!("median {median:.1}")),
+                majority_nodes: all.len(),
+            })
+        })
+        .collect()
 }
 
 fn active_links(nvml: &NvmlRecording, bus: crate::BusId) -> Option<u32> {
@@ -215,6 +271,8 @@ fn class_report(class: String, nodes: Vec<NodeFacts>) -> ClassReport {
                     majority_nodes: *n,
                 })
                 .collect();
+            let mut differences = differences;
+            differences.extend(slow_measures(node, &nodes));
             let score = differences.iter().map(|d| weight(&d.fact)).sum();
             (!differences.is_empty()).then(|| Outlier {
                 host: node.host.clone(),
