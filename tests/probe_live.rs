@@ -305,3 +305,65 @@ fn show_prints_stored_results() {
     assert!(probe.contains("all_gather, 4 rank(s): busbw expected 13.8 GB/s (ring, slowest hop SYS)"), "{probe}");
     assert!(probe.contains("2 -> 3       NODE                 4.0 GB/s    27.1 GB/s   15 %"), "{probe}");
 }
+
+/// `--pairwise` with six local processes standing in for nodes (the same code
+/// path as `srun -N 6`: launcher variables, loopback rendezvous, NCCL through
+/// the stand-in, which passes data between processes through files). Node 1's
+/// network runs at 5 GB/s: its first pair fails, both nodes are retested
+/// against nodes that passed, node 0 is cleared and node 1 named.
+#[test]
+fn pairwise_isolates_the_bad_node() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let shared = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..6)
+        .map(|rank| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_topo"));
+            command
+                .args(["probe", "--pairwise", "--max", "1M", "--timeout", "30", "--format", "json"])
+                .env("LD_LIBRARY_PATH", fake_libraries())
+                .env("FAKE_NCCL_DIR", shared.path())
+                .env("FAKE_NCCL_RANK_GBPS", "1:5")
+                .env("FAKE_CUDA_BUS", "0000:17:00.0")
+                .env("RANK", rank.to_string())
+                .env("WORLD_SIZE", "6")
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .env("TOPO_JOB_TOKEN", "pairwise-test")
+                .env_remove("LOCAL_RANK")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            command.spawn().unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    for (rank, output) in outputs.iter().enumerate() {
+        assert_eq!(output.status.code(), Some(1), "rank {rank}: {}", text(output).1);
+    }
+    let json: serde_json::Value = serde_json::from_slice(&outputs[0].stdout).unwrap();
+    let pairwise = &json["probe"]["pairwise"];
+    let verdicts: Vec<bool> = pairwise["nodes"].as_array().unwrap().iter().map(|n| n["passed"] == true).collect();
+    assert_eq!(verdicts, [true, false, true, true, true, true]);
+    let rounds: Vec<Vec<(u64, u64, bool)>> = pairwise["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (p["a"].as_u64().unwrap(), p["b"].as_u64().unwrap(), p["passed"] == true))
+                .collect()
+        })
+        .collect();
+    assert_eq!(rounds, [vec![(0, 1, false), (2, 3, true), (4, 5, true)], vec![(0, 2, true), (1, 3, false)]]);
+    // Every process decided alike: rank 4 holds the same verdicts.
+    let other: serde_json::Value = serde_json::from_slice(&outputs[4].stdout).unwrap();
+    assert_eq!(other["probe"]["pairwise"]["nodes"], pairwise["nodes"]);
+    let codes: Vec<&str> = json["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert_eq!(codes, ["probe-bad-node"]);
+    assert!(json["findings"][0]["evidence"][0]["text"].as_str().unwrap().contains("failed again with rank 3"));
+    // Alone, there is nothing to pair.
+    let alone = topo(&["probe", "--pairwise"], &[]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(text(&alone).1.contains("--pairwise needs two or more processes"));
+}

@@ -33,6 +33,8 @@ pub struct ProbeReport {
     pub collectives: Vec<CollectiveResult>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ring_walk: Vec<HopResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<PairwiseReport>,
 }
 
 /// A GPU as CUDA numbers it (CUDA's order can differ from NVML's and PCI's:
@@ -178,4 +180,43 @@ pub struct HopResult {
     pub bandwidth: Bandwidth,
     #[serde(flatten)]
     pub expectation: Expectation,
+}
+
+/// `topo probe --pairwise`: the job's processes (nodes) paired, every pair
+/// measured at once, and the nodes of failed pairs measured again against
+/// nodes that passed, so a bad node is isolated rather than its partner blamed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PairwiseReport {
+    /// Bytes per message.
+    pub bytes: u64,
+    pub threshold: f64,
+    /// The first round's medians, which every pair is held against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_sendrecv: Option<Bandwidth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_busbw: Option<Bandwidth>,
+    /// Host of each rank.
+    pub hosts: Vec<String>,
+    pub rounds: Vec<Vec<PairResult>>,
+    pub nodes: Vec<NodeVerdict>,
+}
+
+/// One pair of ranks: send/recv both ways at once (per direction) and a
+/// two-rank all_reduce with its data check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairResult {
+    pub a: u32,
+    pub b: u32,
+    pub sendrecv: Bandwidth,
+    pub all_reduce_busbw: Bandwidth,
+    pub wrong: u64,
+    pub passed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeVerdict {
+    pub rank: u32,
+    pub host: String,
+    pub passed: bool,
+    pub evidence: Vec<String>,
 }

@@ -123,6 +123,10 @@ pub(super) struct ProbeArgs {
     /// Time each hop of the ring in rank order alone (on in --full).
     #[arg(long)]
     pub(super) ring_walk: bool,
+    /// Pair the job's nodes (one process each), measure every pair, and
+    /// re-pair failed pairs with nodes that passed, so a bad node is named.
+    #[arg(long, conflicts_with_all = ["full", "ring_walk", "ring_from"])]
+    pub(super) pairwise: bool,
     /// Walk the ring NCCL chose, read from a job's NCCL_DEBUG=INFO log.
     #[arg(long, value_name = "LOG")]
     pub(super) ring_from: Option<PathBuf>,
@@ -209,6 +213,7 @@ fn probe_plan(args: &ProbeArgs, nccl_library: Option<PathBuf>) -> anyhow::Result
         collectives: CollectivePlan { collectives: list, sizes: sweep(min, max), warmup, iterations },
         ring,
         ring_bytes: max.min(256 << 20),
+        pairwise: args.pairwise,
         threshold: args.threshold,
         timeout: std::time::Duration::from_secs(args.timeout),
         nccl_library,
@@ -237,7 +242,10 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
             "install the NVIDIA driver, or add the directory holding libcuda.so.1 to LD_LIBRARY_PATH"
         ));
     }
-    let wants_nccl = args.collectives.first().is_none_or(|c| c != "none") || args.ring_walk || args.ring_from.is_some();
+    let wants_nccl = args.collectives.first().is_none_or(|c| c != "none")
+        || args.ring_walk
+        || args.ring_from.is_some()
+        || args.pairwise;
     let nccl_library = if wants_nccl {
         let explicit = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
         match libraries::nccl(explicit.as_deref()) {

@@ -61,7 +61,14 @@ const CHECKS: &[(&str, &[&str])] = &[
     ("iommu", &["iommu-translated"]),
     (
         "live-bandwidth",
-        &["probe-slow-link", "probe-slow-collective", "probe-copy-failed", "probe-p2p-refused", "probe-straggler"],
+        &[
+            "probe-slow-link",
+            "probe-slow-collective",
+            "probe-copy-failed",
+            "probe-p2p-refused",
+            "probe-straggler",
+            "probe-bad-node",
+        ],
     ),
     ("data-integrity", &["probe-data-corruption"]),
 ];

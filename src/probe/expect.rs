@@ -214,6 +214,24 @@ pub fn findings(report: &ProbeReport, nvml_p2p: &dyn Fn(u32, u32) -> Option<Stri
         ));
     }
     out.extend(collective_findings(report, copy_stragglers(report)));
+    if let Some(pairwise) = &report.pairwise {
+        let bad: Vec<Evidence> = pairwise
+            .nodes
+            .iter()
+            .filter(|n| !n.passed)
+            .map(|n| Evidence { at: format!("rank {} ({})", n.rank, n.host), text: n.evidence.join("; ") })
+            .collect();
+        if !bad.is_empty() {
+            out.push(Finding::new(
+                "probe-bad-node",
+                Severity::Error,
+                format!("{} node(s) failed the pairwise test", bad.len()),
+                bad,
+                "A node whose pairs run slow or return wrong data slows or corrupts every job that lands on it; re-pairing with nodes that passed shows it is this node, not its partner.",
+                "Drain the node; check its NICs (`topo show`, `ibstat`, port counters), GPUDirect RDMA (`topo diagnose`), cables and switch ports, then run the pairwise test again.",
+            ));
+        }
+    }
     out
 }
 

@@ -6,6 +6,7 @@
 pub mod expect;
 pub mod launcher;
 pub mod libraries;
+pub mod pairwise;
 pub mod render;
 pub mod rendezvous;
 pub mod run;

@@ -156,9 +156,51 @@ pub fn tables(out: &mut String, report: &ProbeReport) {
     }
     collectives(out, report);
     ring_walk(out, report);
+    pairwise(out, report);
     if report.gpus.len() == 1 && report.world == 1 {
         out.push_str(
             "One GPU: no pairs to copy between, and collectives over one rank move nothing across a link.\n\n",
         );
     }
+}
+
+/// Rank 0 prints every round and node; the other ranks their own verdict.
+fn pairwise(out: &mut String, report: &ProbeReport) {
+    let Some(pairwise) = &report.pairwise else { return };
+    let verdict = |n: &topo_model::measure::NodeVerdict| if n.passed { "PASS" } else { "FAIL" };
+    if report.rank != 0 {
+        if let Some(node) = pairwise.nodes.iter().find(|n| n.rank == report.rank) {
+            let _ = writeln!(out, "{} rank {} ({}): {}", verdict(node), node.rank, node.host, node.evidence.join("; "));
+        }
+        return;
+    }
+    let median = |b: Option<Bandwidth>| b.map_or("-".to_string(), gbps);
+    let _ = writeln!(
+        out,
+        "Pairwise: {} nodes, {} per message; a pair fails below {:.0} % of the first round's median (send/recv {}, all_reduce busbw {}) or on any wrong element",
+        pairwise.nodes.len(),
+        size_label(pairwise.bytes),
+        pairwise.threshold * 100.0,
+        median(pairwise.median_sendrecv),
+        median(pairwise.median_busbw)
+    );
+    for (i, round) in pairwise.rounds.iter().enumerate() {
+        let _ = writeln!(out, "round {}:", i + 1);
+        for pair in round {
+            let _ = writeln!(
+                out,
+                "  {:>4} - {:<4} send/recv {:>12}  all_reduce busbw {:>12}  wrong {:>3}  {}",
+                pair.a,
+                pair.b,
+                gbps(pair.sendrecv),
+                gbps(pair.all_reduce_busbw),
+                pair.wrong,
+                if pair.passed { "pass" } else { "FAIL" }
+            );
+        }
+    }
+    for node in &pairwise.nodes {
+        let _ = writeln!(out, "{} rank {} ({}): {}", verdict(node), node.rank, node.host, node.evidence.join("; "));
+    }
+    out.push('\n');
 }

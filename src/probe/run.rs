@@ -25,6 +25,8 @@ pub struct Plan {
     /// Ring walk: `Some(ring)` of NCCL ranks, `Some(empty)` for rank order.
     pub ring: Option<Vec<u32>>,
     pub ring_bytes: u64,
+    /// `--pairwise`: only the node-pair test, one GPU per process.
+    pub pairwise: bool,
     pub threshold: f64,
     pub timeout: Duration,
     pub nccl_library: Option<PathBuf>,
@@ -129,10 +131,63 @@ fn progress_total(plan: &Plan, gpus: usize) -> u64 {
     (copies + steps + plan.ring.as_ref().map_or(0, |_| gpus.max(2))) as u64
 }
 
+/// `--pairwise`: this process is one node of the test; one GPU (its local
+/// rank's, or the first) takes part.
+fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::Result<ProbeReport> {
+    let Some(launch) = place.launch.as_ref().filter(|l| l.world >= 2) else {
+        anyhow::bail!(
+            "--pairwise needs two or more processes started by a launcher, one per node: srun -N 8 --ntasks-per-node=1 topo probe --pairwise"
+        );
+    };
+    let gpu = Gpu::open(place.local_rank.unwrap_or(0))?;
+    report.gpus = vec![ProbedGpu {
+        ordinal: gpu.ordinal,
+        bus_id: gpu.bus_id.clone(),
+        name: gpu.name.clone(),
+        nccl_rank: Some(launch.rank),
+    }];
+    let library = plan.nccl_library.as_ref().context("NCCL was not found")?;
+    let nccl = Nccl::open(library)?;
+    report.nccl_version = Some(nccl.version()?);
+    report.nccl_library = Some(library.display().to_string());
+    let id = share_id(&nccl, place, plan.timeout)?;
+    let comm = {
+        let _watchdog = Watchdog::arm(plan.timeout, format!("making the {}-rank NCCL communicator", launch.world));
+        nccl.init_ranks(&id, launch.world, &[(launch.rank, &gpu)])?.pop().context("NCCL made no communicator")?
+    };
+    let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the pairwise rounds".to_string());
+    let node = topo_probes::live::pairwise::Node::new(&nccl, &gpu, comm, plan.ring_bytes)?;
+    let hosts = node.hosts(&place.host)?;
+    let progress = Progress::new(0);
+    let pairwise = super::pairwise::run(node.size(), plan.threshold, plan.ring_bytes, hosts, |pairs| {
+        progress.step(format!("{} pair(s)", pairs.len()));
+        node.round(pairs, &plan.collectives)
+    })?;
+    report.pairwise = Some(pairwise);
+    Ok(report)
+}
+
 /// Runs the plan on this machine's GPUs and returns the raw report (no
 /// expectations yet).
 pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     let cuda_driver = cuda::init()?;
+    if plan.pairwise {
+        let report = ProbeReport {
+            rank: place.launch.as_ref().map_or(0, |l| l.rank),
+            world: place.launch.as_ref().map_or(1, |l| l.world),
+            launcher: place.launch.as_ref().map(|l| l.source.to_string()),
+            cuda_driver: Some(cuda_driver),
+            settings: ProbeSettings {
+                warmup: plan.collectives.warmup,
+                iterations: plan.collectives.iterations,
+                copy_bytes: 0,
+                sizes: vec![plan.ring_bytes],
+                threshold: plan.threshold,
+            },
+            ..ProbeReport::default()
+        };
+        return run_pairwise(plan, place, report);
+    }
     let gpus = open_gpus(place)?;
     let progress = Progress::new(progress_total(plan, gpus.len()));
     let mut step = |what: String| progress.step(what);

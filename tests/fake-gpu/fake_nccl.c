@@ -10,11 +10,20 @@
  *   FAKE_NCCL_SLOW_HOP    "a-b:GB/s" for the send/recv from rank a to rank b
  *   FAKE_NCCL_CORRUPT     a collective (all_gather, ...) whose rank-0 output gets one wrong element
  *   FAKE_NCCL_INIT_FAIL   set: ncclCommInitRank fails with ncclSystemError
+ *
+ * Several processes (ranks of one communicator each, standing in for nodes):
+ * set FAKE_NCCL_DIR to a directory they share. Every operation then goes
+ * through files there (a rank writes its data, waits up to FAKE_NCCL_WAIT_S
+ * seconds for its peers'); all_reduce, all_gather, send/recv and
+ * ncclCommSplit are supported. Time: bytes / the slowest member's rate,
+ *   FAKE_NCCL_RANK_GBPS   "rank:GB/s,..." per world rank (default FAKE_NCCL_P2P_GBPS)
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 double *fake_cuda_stream_clock(void *s);
 
@@ -28,7 +37,13 @@ static const char *names[] = {"all_reduce", "all_gather", "reduce_scatter", "bro
 #define MAX_OPS 4096
 #define LATENCY 10e-6
 
-struct comm { int rank, nranks; ncclUniqueId id; };
+struct comm {
+    int rank, nranks;
+    ncclUniqueId id;
+    /* Across processes: the world rank of each member, and sequence numbers. */
+    int world[MAX_RANKS];
+    unsigned seq, splits, sent[MAX_RANKS], received[MAX_RANKS];
+};
 struct op { int kind; const float *send; float *recv; size_t count; int other; struct comm *comm; void *stream; int done; };
 
 static struct op ops[MAX_OPS];
@@ -60,9 +75,12 @@ int ncclCommInitRank(struct comm **comm, int nranks, ncclUniqueId id, int rank) 
     c->rank = rank;
     c->nranks = nranks;
     c->id = id;
+    for (int r = 0; r < nranks; r++) c->world[r] = r;
     *comm = c;
     return OK;
 }
+int ncclCommCount(struct comm *c, int *n) { *n = c->nranks; return OK; }
+int ncclCommUserRank(struct comm *c, int *r) { *r = c->rank; return OK; }
 int ncclCommDestroy(struct comm *c) { free(c); return OK; }
 int ncclCommAbort(struct comm *c) { free(c); return OK; }
 
@@ -157,7 +175,171 @@ static int run_send(struct op *send) {
     return INVALID_USAGE; /* the receiving rank is not in this process's group */
 }
 
+/* ---- several processes, through files in FAKE_NCCL_DIR ---- */
+
+static const char *shared_dir(void) {
+    const char *d = getenv("FAKE_NCCL_DIR");
+    return d && *d ? d : NULL;
+}
+
+static double rank_gbps(int world_rank) {
+    const char *list = getenv("FAKE_NCCL_RANK_GBPS");
+    while (list && *list) {
+        int r;
+        double g;
+        if (sscanf(list, "%d:%lf", &r, &g) == 2 && r == world_rank) return g;
+        list = strchr(list, ',');
+        if (list) list++;
+    }
+    return env_double("FAKE_NCCL_P2P_GBPS", 22.0);
+}
+
+static void path_of(char *out, size_t len, struct comm *c, const char *what, unsigned n, int a, int b) {
+    snprintf(out, len, "%s/%s.%s.%u.%d.%d", shared_dir(), c->id.internal, what, n, a, b);
+}
+
+static int put(const char *path, const void *data, size_t bytes) {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return SYSTEM_ERROR;
+    size_t done = bytes ? fwrite(data, 1, bytes, f) : 0;
+    fclose(f);
+    if (done != bytes || rename(tmp, path)) return SYSTEM_ERROR;
+    return OK;
+}
+
+/* Waits for `path` and reads `bytes` of it into `data`. */
+static int take(const char *path, void *data, size_t bytes) {
+    double wait = env_double("FAKE_NCCL_WAIT_S", 20.0);
+    for (double waited = 0; waited < wait; waited += 0.001) {
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            size_t got = bytes ? fread(data, 1, bytes, f) : 0;
+            fclose(f);
+            return got == bytes ? OK : SYSTEM_ERROR;
+        }
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return SYSTEM_ERROR; /* a peer never came: NCCL would hang or report a remote error */
+}
+
+static double slowest(struct comm *c, int a, int b) {
+    double g = 1e9;
+    for (int r = 0; r < c->nranks; r++) {
+        if ((a >= 0 && r != a && r != b)) continue;
+        double x = rank_gbps(c->world[r]);
+        if (x < g) g = x;
+    }
+    return g;
+}
+
+static int cross_collective(struct op *o) {
+    struct comm *c = o->comm;
+    unsigned seq = c->seq++;
+    size_t in_bytes = o->count * sizeof(float);
+    char path[1024];
+    path_of(path, sizeof path, c, "coll", seq, c->rank, 0);
+    if (put(path, o->send, in_bytes)) return SYSTEM_ERROR;
+    float *peer = malloc(in_bytes ? in_bytes : 1);
+    double factor = 1.0;
+    if (o->kind == ALL_REDUCE) {
+        factor = 2.0 * (c->nranks - 1) / c->nranks;
+        if (o->send != o->recv) memmove(o->recv, o->send, in_bytes);
+        for (int r = 0; r < c->nranks; r++) {
+            if (r == c->rank) continue;
+            path_of(path, sizeof path, c, "coll", seq, r, 0);
+            if (take(path, peer, in_bytes)) { free(peer); return SYSTEM_ERROR; }
+            for (size_t e = 0; e < o->count; e++) o->recv[e] += peer[e];
+        }
+    } else if (o->kind == ALL_GATHER) {
+        factor = (double)(c->nranks - 1) / c->nranks;
+        for (int r = 0; r < c->nranks; r++) {
+            path_of(path, sizeof path, c, "coll", seq, r, 0);
+            if (take(path, o->recv + r * o->count, in_bytes)) { free(peer); return SYSTEM_ERROR; }
+        }
+    } else {
+        free(peer);
+        return INVALID_USAGE;
+    }
+    free(peer);
+    size_t total = o->kind == ALL_GATHER ? in_bytes * c->nranks : in_bytes;
+    *fake_cuda_stream_clock(o->stream) += LATENCY + (double)total * factor / (slowest(c, -1, -1) * 1e9);
+    return OK;
+}
+
+static int cross_p2p(struct op *o) {
+    struct comm *c = o->comm;
+    char path[1024];
+    size_t bytes = o->count * sizeof(float);
+    int rc;
+    if (o->kind == SEND) {
+        path_of(path, sizeof path, c, "p2p", c->sent[o->other]++, c->rank, o->other);
+        rc = put(path, o->send, bytes);
+    } else {
+        path_of(path, sizeof path, c, "p2p", c->received[o->other]++, o->other, c->rank);
+        rc = take(path, o->recv, bytes);
+    }
+    return rc;
+}
+
+/* A group's send/recv pairs with one peer run at once, both ways: the time
+ * of the group is the largest of its transfers. */
+static int run_cross_group(void) {
+    int result = OK;
+    double longest = 0;
+    void *stream = NULL;
+    for (int i = 0; i < op_count && result == OK; i++) {
+        struct op *o = &ops[i];
+        if (o->kind == SEND || o->kind == RECV) {
+            result = cross_p2p(o);
+            double t = (double)o->count * sizeof(float) / (slowest(o->comm, o->comm->rank, o->other) * 1e9);
+            if (t > longest) longest = t;
+            stream = o->stream;
+        } else {
+            result = cross_collective(o);
+        }
+    }
+    if (stream) *fake_cuda_stream_clock(stream) += LATENCY + longest;
+    op_count = 0;
+    return result;
+}
+
+int ncclCommSplit(struct comm *c, int color, int key, struct comm **out, void *config) {
+    (void)config;
+    if (!shared_dir()) return INVALID_USAGE;
+    unsigned n = c->splits++;
+    int mine[3] = {color, key, c->world[c->rank]};
+    char path[1024];
+    path_of(path, sizeof path, c, "split", n, c->rank, 0);
+    if (put(path, mine, sizeof mine)) return SYSTEM_ERROR;
+    int all[MAX_RANKS][3];
+    for (int r = 0; r < c->nranks; r++) {
+        path_of(path, sizeof path, c, "split", n, r, 0);
+        if (take(path, all[r], sizeof all[r])) return SYSTEM_ERROR;
+    }
+    *out = NULL;
+    if (color < 0) return OK;
+    struct comm *s = calloc(1, sizeof *s);
+    snprintf(s->id.internal, sizeof s->id.internal, "%.90s-s%uc%d", c->id.internal, n, color);
+    /* Members of this color in (key, rank) order. */
+    for (int r = 0; r < c->nranks; r++) {
+        if (all[r][0] != color) continue;
+        int at = s->nranks++;
+        while (at > 0 && (all[s->world[at - 1]][1] > all[r][1])) { s->world[at] = s->world[at - 1]; at--; }
+        s->world[at] = r;
+    }
+    for (int i = 0; i < s->nranks; i++) {
+        if (s->world[i] == c->rank) s->rank = i;
+        s->world[i] = all[s->world[i]][2];
+    }
+    *out = s;
+    return OK;
+}
+
 static int run_group(void) {
+    if (shared_dir()) return run_cross_group();
     int result = OK;
     for (int i = 0; i < op_count && result == OK; i++) {
         struct op *o = &ops[i];

@@ -44,6 +44,14 @@ impl<'a> Rank<'a> {
         }
         Ok(Rank { gpu, stream, comm, send, recv })
     }
+
+    pub fn send_ptr(&self) -> u64 {
+        self.send.ptr()
+    }
+
+    pub fn recv_ptr(&self) -> u64 {
+        self.recv.ptr()
+    }
 }
 
 /// How a message of `bytes` splits for `collective` over `ranks` ranks, in

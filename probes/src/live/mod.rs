@@ -7,6 +7,7 @@ pub mod collectives;
 pub mod copies;
 pub mod cuda;
 pub mod nccl;
+pub mod pairwise;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {

@@ -47,6 +47,10 @@ pub struct Nccl {
     reduce: unsafe extern "C" fn(Buffer, BufferMut, usize, c_int, c_int, c_int, RawComm, CudaStream) -> Ret,
     send: unsafe extern "C" fn(Buffer, usize, c_int, c_int, RawComm, CudaStream) -> Ret,
     recv: unsafe extern "C" fn(BufferMut, usize, c_int, c_int, RawComm, CudaStream) -> Ret,
+    comm_count: unsafe extern "C" fn(RawComm, *mut c_int) -> Ret,
+    comm_user_rank: unsafe extern "C" fn(RawComm, *mut c_int) -> Ret,
+    /// `ncclCommSplit` (NCCL 2.18 and later); `None` on older NCCL.
+    comm_split: Option<unsafe extern "C" fn(RawComm, c_int, c_int, *mut RawComm, *mut c_void) -> Ret>,
 }
 
 macro_rules! bind {
@@ -81,6 +85,10 @@ impl Nccl {
             reduce: bind!(library, path, "ncclReduce"),
             send: bind!(library, path, "ncclSend"),
             recv: bind!(library, path, "ncclRecv"),
+            comm_count: bind!(library, path, "ncclCommCount"),
+            comm_user_rank: bind!(library, path, "ncclCommUserRank"),
+            // SAFETY: NCCL's documented signature; absent before 2.18.
+            comm_split: unsafe { library.get(b"ncclCommSplit\0") }.ok().map(|symbol| *symbol),
             _library: library,
         })
     }
@@ -169,7 +177,32 @@ pub enum Op {
     Recv { recv: u64, count: usize, peer: u32 },
 }
 
-impl Comm<'_> {
+impl<'n> Comm<'n> {
+    /// `ncclCommSplit`: every rank of this communicator calls it; ranks with
+    /// the same `color` form a new one, ordered by `key`; `None` as color
+    /// (`NCCL_SPLIT_NOCOLOR`) joins none and gets `None` back.
+    pub fn split(&self, color: Option<u32>, key: u32) -> Result<Option<Comm<'n>>, LiveError> {
+        let Some(split) = self.nccl.comm_split else {
+            return Err(LiveError::Usage("this NCCL has no ncclCommSplit (needs NCCL 2.18 or later)".into()));
+        };
+        let mut raw: RawComm = std::ptr::null_mut();
+        let color = color.map_or(-1, |c| c as c_int);
+        // SAFETY: a live communicator; `raw` is written on success; no config.
+        let code = unsafe { split(self.raw, color, key as c_int, &mut raw, std::ptr::null_mut()) };
+        self.nccl.check("ncclCommSplit", code)?;
+        if raw.is_null() {
+            return Ok(None);
+        }
+        let mut size = 0;
+        let mut rank = 0;
+        // SAFETY: a communicator NCCL just made.
+        unsafe {
+            self.nccl.check("ncclCommCount", (self.nccl.comm_count)(raw, &mut size))?;
+            self.nccl.check("ncclCommUserRank", (self.nccl.comm_user_rank)(raw, &mut rank))?;
+        }
+        Ok(Some(Comm { nccl: self.nccl, raw, rank: rank as u32, world: size as u32 }))
+    }
+
     /// Enqueues `op` on `stream`. Inside a group it only queues.
     pub fn enqueue(&self, op: Op, stream: &Stream) -> Result<(), LiveError> {
         let n = self.nccl;
