@@ -306,6 +306,58 @@ fn show_prints_stored_results() {
     assert!(probe.contains("2 -> 3       NODE                 4.0 GB/s    27.1 GB/s   15 %"), "{probe}");
 }
 
+/// `ranks` local processes standing in for nodes, as a launcher starts them
+/// (torchrun's variables, loopback rendezvous), NCCL between them through the
+/// stand-in's shared directory; waits for all and returns their outputs.
+fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let shared = tempfile::tempdir().unwrap();
+    let children: Vec<_> = (0..ranks)
+        .map(|rank| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_topo"));
+            command
+                .args(args)
+                .env("LD_LIBRARY_PATH", fake_libraries())
+                .env("FAKE_NCCL_DIR", shared.path())
+                .env("FAKE_CUDA_BUS", "0000:17:00.0")
+                .env("RANK", rank.to_string())
+                .env("WORLD_SIZE", ranks.to_string())
+                .env("MASTER_ADDR", "127.0.0.1")
+                .env("MASTER_PORT", &port)
+                .env("TOPO_JOB_TOKEN", "probe-job-test")
+                .env_remove("LOCAL_RANK")
+                .envs(env.iter().copied())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            command.spawn().unwrap()
+        })
+        .collect();
+    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+}
+
+/// One process per node, three nodes of one GPU: the NCCL id goes over the
+/// rendezvous, the collectives span the processes and every element checks out;
+/// each process reports the ring hops it received.
+#[test]
+fn collectives_across_processes() {
+    let args = ["probe", "--no-copies", "--collectives", "all_reduce,all_gather,sendrecv", "--min", "64K"];
+    let outputs = job(3, &[&args[..], &["--max", "256K", "--ring-walk", "--format", "json"]].concat(), &[]);
+    for (rank, output) in outputs.iter().enumerate() {
+        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output).1);
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let probe = &json["probe"];
+        assert_eq!((probe["rank"].as_u64(), probe["world"].as_u64()), (Some(rank as u64), Some(3)));
+        assert_eq!(probe["gpus"][0]["nccl_rank"].as_u64(), Some(rank as u64));
+        for result in probe["collectives"].as_array().unwrap() {
+            assert_eq!(result["ranks"], 3);
+            assert_eq!(result["rows"].as_array().unwrap().len(), 3);
+            assert!(result["rows"].as_array().unwrap().iter().all(|r| r["wrong"] == 0), "{result}");
+        }
+        let hop = &probe["ring_walk"][0];
+        assert_eq!((hop["from"].as_u64(), hop["to"].as_u64()), (Some((rank as u64 + 2) % 3), Some(rank as u64)));
+    }
+}
+
 /// `--pairwise` with six local processes standing in for nodes (the same code
 /// path as `srun -N 6`: launcher variables, loopback rendezvous, NCCL through
 /// the stand-in, which passes data between processes through files). Node 1's
@@ -313,29 +365,11 @@ fn show_prints_stored_results() {
 /// against nodes that passed, node 0 is cleared and node 1 named.
 #[test]
 fn pairwise_isolates_the_bad_node() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let shared = tempfile::tempdir().unwrap();
-    let children: Vec<_> = (0..6)
-        .map(|rank| {
-            let mut command = Command::new(env!("CARGO_BIN_EXE_topo"));
-            command
-                .args(["probe", "--pairwise", "--max", "1M", "--timeout", "30", "--format", "json"])
-                .env("LD_LIBRARY_PATH", fake_libraries())
-                .env("FAKE_NCCL_DIR", shared.path())
-                .env("FAKE_NCCL_RANK_GBPS", "1:5")
-                .env("FAKE_CUDA_BUS", "0000:17:00.0")
-                .env("RANK", rank.to_string())
-                .env("WORLD_SIZE", "6")
-                .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", &port)
-                .env("TOPO_JOB_TOKEN", "pairwise-test")
-                .env_remove("LOCAL_RANK")
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            command.spawn().unwrap()
-        })
-        .collect();
-    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let outputs = job(
+        6,
+        &["probe", "--pairwise", "--max", "1M", "--timeout", "30", "--format", "json"],
+        &[("FAKE_NCCL_RANK_GBPS", "1:5")],
+    );
     for (rank, output) in outputs.iter().enumerate() {
         assert_eq!(output.status.code(), Some(1), "rank {rank}: {}", text(output).1);
     }
