@@ -245,13 +245,15 @@ fn results_travel_in_the_snapshot_to_preflight() {
     assert!(line("data-integrity").contains("all_reduce best busbw 19.4 GB/s over 4 ranks"), "{stdout}");
     // The expectations file's minimums and threshold.
     let expect = dir.path().join("expect.yaml");
-    std::fs::write(&expect, "probe_threshold: 0.2\nmin_bandwidth:\n  h2d_gbps: 20\n  all_reduce_busbw_gbps: 25\n")
-        .unwrap();
+    let strict =
+        "probe_threshold: 0.2\nnccl_min: 2.22.3\nmin_bandwidth:\n  h2d_gbps: 20\n  all_reduce_busbw_gbps: 25\n";
+    std::fs::write(&expect, strict).unwrap();
     let strict = topo(&["preflight", "--from", saved.to_str().unwrap(), "--expect", expect.to_str().unwrap()], &[]);
     let (stdout, _) = text(&strict);
     let line = check_line(&stdout, "live-bandwidth");
     assert!(line.contains("H2D GPU 3 8.9 GB/s, expected at least 20 GB/s"), "{stdout}");
     assert!(line.contains("all_reduce best busbw 19.4 GB/s, expected at least 25 GB/s"), "{stdout}");
+    assert!(check_line(&stdout, "versions").contains("NCCL 2.21.5, expected at least 2.22.3"), "{stdout}");
     // At a 0.2 threshold GPU 3's 33 % is no longer a slow link.
     assert!(!line.contains("below 20 %"), "{stdout}");
     // Without a probe the live checks are skipped, not passed.

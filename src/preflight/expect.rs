@@ -29,6 +29,10 @@ pub struct Expectations {
     pub driver_min: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_min: Option<String>,
+    /// Lowest NCCL version (`2.21.5`), as the live probe loads it: checked with
+    /// `--probe`, or on a snapshot saved by `topo probe --save`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl_min: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dev_shm_min_gib: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,6 +167,7 @@ impl Expectations {
                 .dev_shm_bytes
                 .map(|b| ((b as f64 / (1u64 << 30) as f64 * 10.0).floor() / 10.0).min(16.0)),
             memlock_unlimited: snapshot.host.memlock.as_deref().map(|m| m == "unlimited"),
+            nccl_min: snapshot.probe.as_ref().and_then(|p| p.nccl_version.clone()),
             probe_threshold: None,
             min_bandwidth: None,
             allow,

@@ -206,7 +206,13 @@ fn found(name: &str, snapshot: &Snapshot) -> String {
         }
         "nvswitch-fabric" => format!("{} NVSwitch(es)", topology.nvswitches.len()),
         "rdma" => format!("{} RDMA NIC(s)", topology.nics.iter().filter(|n| n.kind != NicKind::Ethernet).count()),
-        "versions" => snapshot.nvml.as_ref().map(crate::views::gpus::versions).unwrap_or_default(),
+        "versions" => {
+            let mut text = snapshot.nvml.as_ref().map(crate::views::gpus::versions).unwrap_or_default();
+            if let Some(nccl) = snapshot.probe.as_ref().and_then(|p| p.nccl_version.as_deref()) {
+                text.push_str(&format!(", NCCL {nccl}"));
+            }
+            text
+        }
         "dev-shm" => snapshot.host.dev_shm_bytes.map(|b| format!("{} MiB", b >> 20)).unwrap_or_default(),
         "memlock" => snapshot.host.memlock.clone().unwrap_or_default(),
         "live-bandwidth" | "data-integrity" => snapshot.probe.as_ref().map(probe_summary).unwrap_or_default(),
@@ -315,10 +321,14 @@ fn expected(name: &str, snapshot: &Snapshot, expect: &Expectations) -> Vec<Strin
             for (what, minimum, found) in [
                 ("driver", &expect.driver_min, nvml.and_then(|n| n.driver_version.ok().cloned())),
                 ("CUDA", &expect.cuda_min, nvml.and_then(|n| n.cuda_version().ok().cloned())),
+                ("NCCL", &expect.nccl_min, snapshot.probe.as_ref().and_then(|p| p.nccl_version.clone())),
             ] {
                 match (minimum, found) {
                     (Some(min), Some(found)) if !version_at_least(&found, min) => {
                         problems.push(format!("{what} {found}, expected at least {min}"))
+                    }
+                    (Some(min), None) if what == "NCCL" => {
+                        problems.push(format!("NCCL version unknown (run with --probe), expected at least {min}"))
                     }
                     (Some(min), None) => problems.push(format!("{what} version unknown, expected at least {min}")),
                     _ => {}
