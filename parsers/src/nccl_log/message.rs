@@ -237,6 +237,49 @@ fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
     Some((&rest[..end], &rest[end..]))
 }
 
+/// A hex number (`139d`, at most 16 digits) up to the first space or the end,
+/// and the rest from that space: one pass instead of a search and a parse.
+fn hex_token(text: &str) -> Option<(u64, &str)> {
+    let bytes = text.as_bytes();
+    let mut value = 0u64;
+    let mut at = 0;
+    while let Some(&b) = bytes.get(at).filter(|b| **b != b' ') {
+        let digit = match b {
+            b'0'..=b'9' => b - b'0',
+            b'a'..=b'f' => b - b'a' + 10,
+            b'A'..=b'F' => b - b'A' + 10,
+            _ => return None,
+        };
+        value = (value << 4) | u64::from(digit);
+        at += 1;
+        if at > 16 {
+            return None;
+        }
+    }
+    (at > 0).then(|| (value, &text[at..]))
+}
+
+/// ` key N` at the front of `text`: N (a whole token of at most 19 ASCII
+/// digits, as [`digits`] takes it) and the rest, read in one pass.
+fn number_field<'a>(text: &'a str, key: &str) -> Option<(u64, &'a str)> {
+    let bytes = text.as_bytes();
+    if !has_key(bytes, key.as_bytes()) {
+        return None;
+    }
+    let start = key.len() + 2;
+    let mut value = 0u64;
+    let mut at = start;
+    while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|d| *d < 10) {
+        value = value * 10 + u64::from(digit);
+        at += 1;
+        if at - start > 19 {
+            return None;
+        }
+    }
+    let whole_token = at > start && bytes.get(at).is_none_or(|b| *b == b' ');
+    whole_token.then(|| (value, &text[at..]))
+}
+
 /// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7 op 0
 /// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log:
 /// one search finds `count`, and the fields after it come in a fixed order.
@@ -246,12 +289,10 @@ pub fn collective(message: &str) -> Option<Event<'_>> {
     if op.is_empty() || short_find(op.as_bytes(), b' ').is_some() {
         return None;
     }
-    let end = short_find(rest.as_bytes(), b' ').unwrap_or(rest.len());
-    let op_count = u64::from_str_radix(&rest[..end], 16).ok()?;
-    let after = &rest[end..];
+    let (op_count, after) = hex_token(rest)?;
     // `sendbuff X recvbuff X count N`: one vector search skips the buffers.
-    let (count, rest) = take_field(&after[COUNT.find(after.as_bytes())?..], "count")?;
-    let (datatype, rest) = take_field(rest, "datatype")?;
+    let (count, rest) = number_field(&after[COUNT.find(after.as_bytes())?..], "count")?;
+    let (datatype, rest) = number_field(rest, "datatype")?;
     let rest = take_field(rest, "op").map_or(rest, |(_, r)| r);
     let rest = take_field(rest, "root").map_or(rest, |(_, r)| r);
     let (comm, rest) = match take_field(rest, "comm") {
@@ -263,8 +304,8 @@ pub fn collective(message: &str) -> Option<Event<'_>> {
         .and_then(|r| short_find(r.as_bytes(), b']').map(|end| &r[..end]))
         .and_then(digits)
         .and_then(|n| u32::try_from(n).ok());
-    let datatype = u32::try_from(digits(datatype)?).ok()?;
-    Some(Event::Collective(Collective { op, op_count, count: digits(count)?, datatype, comm, nranks }))
+    let datatype = u32::try_from(datatype).ok()?;
+    Some(Event::Collective(Collective { op, op_count, count, datatype, comm, nranks }))
 }
 
 /// `Channel 00/02 : 0 1 2 3` (ring order) or `Channel 00/0 : 0[0] -> 1[1] [send] via X`.
