@@ -403,3 +403,15 @@ fn pairwise_isolates_the_bad_node() {
     assert_eq!(alone.status.code(), Some(2));
     assert!(text(&alone).1.contains("--pairwise needs two or more processes"));
 }
+
+/// `topo diagnose` joins a job's log with a node snapshot; measured figures
+/// stored in the snapshot are among the node's facts.
+#[test]
+fn diagnose_reads_stored_results() {
+    let log = "tests/fixtures/nccl-logs/046-nccl27to213-1node-4gpu-single-process-p2p-direct-8ch.log";
+    let stored = "tests/fixtures/snapshots/asus-esc8000a-e12-standin-probe.yaml";
+    let output = Command::new(env!("CARGO_BIN_EXE_topo")).args(["diagnose", log, "--from", stored]).output().unwrap();
+    let (stdout, _) = text(&output);
+    assert!(stdout.contains("error    probe-slow-link"), "{stdout}");
+    assert!(stdout.contains("evidence  ring hop rank 2 -> rank 3: 4.0 GB/s measured"), "{stdout}");
+}

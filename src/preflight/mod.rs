@@ -74,13 +74,16 @@ const CHECKS: &[(&str, &[&str])] = &[
 ];
 
 pub fn run(snapshot: &Snapshot, expectations: &Expectations) -> Preflight {
-    let mut findings = crate::checks::hardware(snapshot);
     // The expectations file's threshold replaces the one the probe ran with.
-    let mut held = snapshot.clone();
-    if let (Some(report), Some(threshold)) = (held.probe.as_mut(), expectations.probe_threshold) {
-        report.settings.threshold = threshold;
-    }
-    findings.extend(crate::probe::expect::probe_findings(&held));
+    let rethreshold = snapshot.probe.is_some() && expectations.probe_threshold.is_some();
+    let held = rethreshold.then(|| {
+        let mut held = snapshot.clone();
+        if let (Some(report), Some(threshold)) = (held.probe.as_mut(), expectations.probe_threshold) {
+            report.settings.threshold = threshold;
+        }
+        held
+    });
+    let findings = crate::checks::hardware(held.as_ref().unwrap_or(snapshot));
     let mut checks = Vec::new();
     for (name, codes) in CHECKS {
         let mut owned: Vec<Finding> = findings.iter().filter(|f| codes.contains(&f.code.as_str())).cloned().collect();
