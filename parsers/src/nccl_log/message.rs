@@ -250,11 +250,11 @@ fn hex_token(text: &str) -> Option<(u64, &str)> {
             b'A'..=b'F' => b - b'A' + 10,
             _ => return None,
         };
-        value = (value << 4) | u64::from(digit);
-        at += 1;
-        if at > 16 {
+        if at == 16 {
             return None;
         }
+        value = (value << 4) | u64::from(digit);
+        at += 1;
     }
     (at > 0).then(|| (value, &text[at..]))
 }
@@ -270,11 +270,12 @@ fn number_field<'a>(text: &'a str, key: &str) -> Option<(u64, &'a str)> {
     let mut value = 0u64;
     let mut at = start;
     while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|d| *d < 10) {
-        value = value * 10 + u64::from(digit);
-        at += 1;
-        if at - start > 19 {
+        // A 20th digit may not fit: refused before it is added.
+        if at - start == 19 {
             return None;
         }
+        value = value * 10 + u64::from(digit);
+        at += 1;
     }
     let whole_token = at > start && bytes.get(at).is_none_or(|b| *b == b' ');
     whole_token.then(|| (value, &text[at..]))
@@ -634,6 +635,28 @@ fn protocol_name(id: &str) -> &str {
 mod tests {
     use super::*;
     use topo_model::nccl::Direction;
+
+    /// Numbers at and past the widths the one-pass readers take (the fuzzer
+    /// found a 20-digit count overflowing): the largest is read, one digit
+    /// more is refused, never a panic.
+    #[test]
+    fn long_numbers_are_refused_not_overflowed() {
+        let nineteen = "9".repeat(19);
+        let text = format!(" count {nineteen} datatype 7");
+        let (value, rest) = number_field(&text, "count").unwrap();
+        assert_eq!((value, rest), (9_999_999_999_999_999_999, " datatype 7"));
+        assert_eq!(number_field(&format!(" count {nineteen}9"), "count"), None);
+        assert_eq!(number_field(" count 12x", "count"), None);
+        assert_eq!(number_field(" count ", "count"), None);
+        assert_eq!(hex_token("ffffffffffffffff rest"), Some((u64::MAX, " rest")));
+        assert_eq!(hex_token("1ffffffffffffffff"), None);
+        assert_eq!(hex_token("12g"), None);
+        assert_eq!(hex_token(" x"), None);
+        let line = format!(
+            "AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count {nineteen}9 datatype 7 op 0 root 0 comm 0x3 [nranks=2] stream 0x4"
+        );
+        assert!(collective(&line).is_none());
+    }
 
     #[test]
     fn connections_of_every_era() {
