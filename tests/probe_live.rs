@@ -342,8 +342,12 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
 /// each process reports the ring hops it received.
 #[test]
 fn collectives_across_processes() {
-    let args = ["probe", "--no-copies", "--collectives", "all_reduce,all_gather,sendrecv", "--min", "64K"];
-    let outputs = job(3, &[&args[..], &["--max", "256K", "--ring-walk", "--format", "json"]].concat(), &[]);
+    let args = ["probe", "--no-copies", "--collectives", "all_reduce,all_gather,sendrecv", "--min", "1M"];
+    // Each node's topology: the recorded H100 node, whose GPU 0000:a4:00.0 has
+    // mlx5_7 (RoCE, 200 Gb/s, active) on its PCIe switch.
+    let more =
+        ["--max", "4M", "--ring-walk", "--format", "json", "--sysfs-root", "tests/fixtures/sysfs/ibm-gx3d-h100x8"];
+    let outputs = job(3, &[&args[..], &more[..]].concat(), &[("FAKE_CUDA_BUS", "0000:a4:00.0")]);
     for (rank, output) in outputs.iter().enumerate() {
         assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output).1);
         let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -357,6 +361,11 @@ fn collectives_across_processes() {
         }
         let hop = &probe["ring_walk"][0];
         assert_eq!((hop["from"].as_u64(), hop["to"].as_u64()), (Some((rank as u64 + 2) % 3), Some(rank as u64)));
+        // A hop from another node arrives through the nearest RDMA NIC: 200 Gb/s x 0.9.
+        assert_eq!(hop["path"], "NET mlx5_7 200 Gb/s");
+        assert_eq!(hop["expected"].as_f64(), Some(22.5e9));
+        // The stand-in moves 4 MiB at 22 GB/s plus 10 us: 21.0 GB/s, 93 %.
+        assert_eq!(format!("{:.2}", hop["ratio"].as_f64().unwrap()), "0.93");
     }
 }
 

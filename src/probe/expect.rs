@@ -40,6 +40,37 @@ fn gpu_path(topology: &Topology, a: BusId, b: BusId) -> (Option<String>, Option<
     (Some(path.smi.to_string()), path.expected.map(|e| Bandwidth(e.0 * efficiency)))
 }
 
+/// Share of an RDMA port's line rate NCCL's send/recv reaches: the per-NIC
+/// anchors (NDR 400 Gb/s: 46-48 GB/s busbw, 92-96 %; EDR 100: 12.2 GB/s, 98 %)
+/// less a margin for the protocol headers of RoCE. research/anchors.md section 11.
+pub const NIC_EFFICIENCY: f64 = 0.9;
+
+/// For a hop to or from another node: the RDMA NIC nearest `gpu` (the one NCCL
+/// would pick, by nvidia-smi's distance) with an active port, and what that
+/// port should carry.
+fn nic_link(topology: &Topology, gpu: BusId) -> Option<(String, Bandwidth)> {
+    let distance = |class: topo_model::SmiClass| match class {
+        topo_model::SmiClass::Pix => 0,
+        topo_model::SmiClass::Pxb => 1,
+        topo_model::SmiClass::Phb => 2,
+        topo_model::SmiClass::Node => 3,
+        topo_model::SmiClass::Sys => 4,
+        _ => 5,
+    };
+    topology
+        .nics
+        .iter()
+        .filter(|n| n.kind != topo_model::NicKind::Ethernet)
+        .filter_map(|n| {
+            let rate = n.ports.iter().filter(|p| p.is_active()).filter_map(|p| p.rate_gbps).reduce(f64::max)?;
+            Some((distance(topology.path(gpu, n.bus_id?).smi), n, rate))
+        })
+        .min_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)))
+        .map(|(_, nic, rate)| {
+            (format!("NET {} {rate:.0} Gb/s", nic.name), Bandwidth(rate / 8.0 * 1e9 * NIC_EFFICIENCY))
+        })
+}
+
 fn bus(report: &ProbeReport, ordinal: u32) -> Option<BusId> {
     report.gpus.iter().find(|g| g.ordinal == ordinal).and_then(|g| g.bus_id.parse().ok())
 }
@@ -89,9 +120,18 @@ pub fn annotate(report: &mut ProbeReport, topology: &Topology) {
     report.ring_walk = hops
         .into_iter()
         .map(|mut hop| {
-            if let (Some(a), Some(b)) = (bus_of_rank(report, hop.from), bus_of_rank(report, hop.to)) {
-                let (path, expected) = gpu_path(topology, a, b);
-                hop.expectation = Expectation::new(path, expected, hop.bandwidth);
+            match (bus_of_rank(report, hop.from), bus_of_rank(report, hop.to)) {
+                (Some(a), Some(b)) => {
+                    let (path, expected) = gpu_path(topology, a, b);
+                    hop.expectation = Expectation::new(path, expected, hop.bandwidth);
+                }
+                // The sender is on another node: the hop arrives through this node's NIC.
+                (None, Some(local)) | (Some(local), None) => {
+                    if let Some((path, expected)) = nic_link(topology, local) {
+                        hop.expectation = Expectation::new(Some(path), Some(expected), hop.bandwidth);
+                    }
+                }
+                (None, None) => {}
             }
             hop
         })
