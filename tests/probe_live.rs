@@ -142,7 +142,9 @@ fn the_table() {
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let stdout = stdout.replacen(&format!("topo probe on {}:", host.trim()), "topo probe on HOST:", 1);
+    let stdout = stdout
+        .replacen(&format!("topo probe on {}:", host.trim()), "topo probe on HOST:", 1)
+        .replace(&format!("({})", host.trim()), "(HOST)");
     insta::assert_snapshot!(stdout);
 }
 
@@ -342,12 +344,16 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
 /// each process reports the ring hops it received.
 #[test]
 fn collectives_across_processes() {
-    let args = ["probe", "--no-copies", "--collectives", "all_reduce,all_gather,sendrecv", "--min", "1M"];
+    let args = ["probe", "--copy-size", "1M", "--collectives", "all_reduce,all_gather,sendrecv", "--min", "1M"];
     // Each node's topology: the recorded H100 node, whose GPU 0000:a4:00.0 has
     // mlx5_7 (RoCE, 200 Gb/s, active) on its PCIe switch.
     let more =
         ["--max", "4M", "--ring-walk", "--format", "json", "--sysfs-root", "tests/fixtures/sysfs/ibm-gx3d-h100x8"];
-    let outputs = job(3, &[&args[..], &more[..]].concat(), &[("FAKE_CUDA_BUS", "0000:a4:00.0")]);
+    // Rank 2's host links at 9 GB/s, the others' at 26. (This VM's sysfs
+    // reports its emulated uplinks as Gen1 x1, so no copy has a usable
+    // expectation here: only the comparison between ranks can flag rank 2.)
+    let env = [("FAKE_CUDA_BUS", "0000:a4:00.0"), ("FAKE_CUDA_SLOW_RANK", "2:9")];
+    let outputs = job(3, &[&args[..], &more[..]].concat(), &env);
     for (rank, output) in outputs.iter().enumerate() {
         assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output).1);
         let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -366,6 +372,13 @@ fn collectives_across_processes() {
         assert_eq!(hop["expected"].as_f64(), Some(22.5e9));
         // The stand-in moves 4 MiB at 22 GB/s plus 10 us: 21.0 GB/s, 93 %.
         assert_eq!(format!("{:.2}", hop["ratio"].as_f64().unwrap()), "0.93");
+        // Every rank's copies came back through NCCL: each process names rank 2.
+        assert_eq!(probe["ranks"].as_array().unwrap().len(), 3);
+        let straggler = json["findings"].as_array().unwrap().iter().find(|f| f["code"] == "probe-straggler").unwrap();
+        assert!(straggler["evidence"][0]["at"].as_str().unwrap().starts_with("H2D rank 2 ("), "{straggler}");
+        // And every rank's time of every row.
+        let row = &probe["collectives"][0]["rows"][0];
+        assert_eq!(row["per_rank"].as_array().unwrap().len(), 3, "{row}");
     }
 }
 

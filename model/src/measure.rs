@@ -35,6 +35,20 @@ pub struct ProbeReport {
     pub ring_walk: Vec<HopResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairwise: Option<PairwiseReport>,
+    /// Every NCCL rank of the job, gathered through NCCL: its host and its
+    /// GPU's host copies, so a slow GPU on another node shows up here too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<RankFigures>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankFigures {
+    pub rank: u32,
+    pub host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2d: Option<Bandwidth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub d2h: Option<Bandwidth>,
 }
 
 /// A GPU as CUDA numbers it (CUDA's order can differ from NVML's and PCI's:

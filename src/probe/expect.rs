@@ -278,6 +278,9 @@ pub fn findings(report: &ProbeReport, nvml_p2p: &dyn Fn(u32, u32) -> Option<Stri
 /// GPUs whose host copies are more than 10 % slower than the median GPU's:
 /// the same test as for ranks, on the one figure every GPU should share.
 fn copy_stragglers(report: &ProbeReport) -> Vec<Evidence> {
+    if report.ranks.len() >= 3 {
+        return rank_stragglers(report);
+    }
     let mut out = Vec::new();
     for kind in [CopyKind::HostToDevice, CopyKind::DeviceToHost] {
         let times: Vec<(u32, f64)> = report
@@ -293,6 +296,30 @@ fn copy_stragglers(report: &ProbeReport) -> Vec<Evidence> {
             out.push(Evidence {
                 at: format!("{} GPU {gpu}", kind.label()),
                 text: format!("{:.0} % slower than the median GPU", over * 100.0),
+            });
+        }
+    }
+    out
+}
+
+/// The same rule over every rank of the job (gathered through NCCL), which
+/// names GPUs on other nodes too.
+fn rank_stragglers(report: &ProbeReport) -> Vec<Evidence> {
+    let mut out = Vec::new();
+    for (label, pick) in [
+        ("H2D", (|r: &topo_model::measure::RankFigures| r.h2d) as fn(&topo_model::measure::RankFigures) -> _),
+        ("D2H", |r: &topo_model::measure::RankFigures| r.d2h),
+    ] {
+        let times: Vec<(u32, f64)> =
+            report.ranks.iter().filter_map(|r| pick(r).filter(|b| b.0 > 0.0).map(|b| (r.rank, 1.0 / b.0))).collect();
+        if times.len() < 3 {
+            continue;
+        }
+        for (rank, over) in topo_model::collective::stragglers(&times, 0.10) {
+            let host = report.ranks.iter().find(|r| r.rank == rank).map_or("", |r| r.host.as_str());
+            out.push(Evidence {
+                at: format!("{label} rank {rank} ({host})"),
+                text: format!("{:.0} % slower than the median rank", over * 100.0),
             });
         }
     }

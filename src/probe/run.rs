@@ -242,7 +242,9 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         .collect::<Result<_, _>>()?;
     {
         let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
+        report.ranks = share_copy_figures(&nccl, &ranks, &report, &place.host)?;
         report.collectives = collectives::run(&nccl, &ranks, &plan.collectives, &mut step)?;
+        share_rank_times(&nccl, &ranks, &mut report.collectives)?;
         if let Some(ring) = &plan.ring {
             let ring = if ring.is_empty() { (0..world).collect() } else { ring.clone() };
             if let Some(bad) = ring.iter().find(|r| **r >= world) {
@@ -253,6 +255,73 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         }
     }
     Ok(report)
+}
+
+/// Every rank's host and host-copy figures, through NCCL, so the slowest GPU
+/// of the whole job is compared with the others (NaN stands for "not measured").
+fn share_copy_figures(
+    nccl: &Nccl,
+    ranks: &[Rank],
+    report: &ProbeReport,
+    host: &str,
+) -> anyhow::Result<Vec<topo_model::measure::RankFigures>> {
+    use topo_model::measure::{CopyKind, RankFigures};
+    let hosts = collectives::gather_hosts(nccl, ranks, host)?;
+    let figure = |ordinal: u32, kind: CopyKind| {
+        report
+            .copies
+            .iter()
+            .find(|c| c.gpu == ordinal && c.kind == kind && c.error.is_none())
+            .map_or(f32::NAN, |c| c.bandwidth.0 as f32)
+    };
+    let mine: Vec<Vec<f32>> = ranks
+        .iter()
+        .map(|r| vec![figure(r.gpu.ordinal, CopyKind::HostToDevice), figure(r.gpu.ordinal, CopyKind::DeviceToHost)])
+        .collect();
+    let all = collectives::gather(nccl, ranks, &mine)?;
+    let known = |v: Option<&f32>| v.filter(|v| v.is_finite()).map(|v| topo_model::Bandwidth(f64::from(*v)));
+    Ok(all
+        .iter()
+        .enumerate()
+        .map(|(rank, v)| RankFigures {
+            rank: rank as u32,
+            host: hosts.get(rank).cloned().unwrap_or_default(),
+            h2d: known(v.first()),
+            d2h: known(v.get(1)),
+        })
+        .collect())
+}
+
+/// Replaces each row's per-rank times (this process's ranks) with every
+/// rank's, gathered through NCCL in one call.
+fn share_rank_times(
+    nccl: &Nccl,
+    ranks: &[Rank],
+    results: &mut [topo_model::measure::CollectiveResult],
+) -> anyhow::Result<()> {
+    let rows = || results.iter().flat_map(|c| c.rows.iter());
+    if rows().next().is_none() {
+        return Ok(());
+    }
+    let mine: Vec<Vec<f32>> = ranks
+        .iter()
+        .map(|r| {
+            rows()
+                .map(|row| row.per_rank.iter().find(|(k, _)| *k == r.comm.rank).map_or(f32::NAN, |(_, s)| *s as f32))
+                .collect()
+        })
+        .collect();
+    let all = collectives::gather(nccl, ranks, &mine)?;
+    for (index, row) in results.iter_mut().flat_map(|c| c.rows.iter_mut()).enumerate() {
+        row.per_rank = all
+            .iter()
+            .enumerate()
+            .filter_map(|(rank, times)| {
+                times.get(index).filter(|t| t.is_finite()).map(|t| (rank as u32, f64::from(*t)))
+            })
+            .collect();
+    }
+    Ok(())
 }
 
 /// The ring NCCL chose, from a parsed log: channel 0's order of the

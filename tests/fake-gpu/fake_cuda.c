@@ -9,6 +9,7 @@
  *   FAKE_CUDA_BUS       comma-separated bus IDs, one per GPU (default two GPUs)
  *   FAKE_CUDA_PCIE_GBPS host<->device GB/s per direction (default 26)
  *   FAKE_CUDA_SLOW_GPU  "ordinal:GB/s" for one GPU's host link
+ *   FAKE_CUDA_SLOW_RANK "rank:GB/s": every host link of the process whose RANK is that
  *   FAKE_CUDA_P2P_GBPS  peer copy GB/s (default 25)
  *   FAKE_CUDA_D2D_GBPS  device-local copy GB/s (default 800)
  *   FAKE_CUDA_NO_PEER   "a-b" pairs refused peer access, comma-separated
@@ -81,6 +82,9 @@ static double host_gbps(int device) {
     int ordinal;
     double gbps;
     if (slow && sscanf(slow, "%d:%lf", &ordinal, &gbps) == 2 && ordinal == device) return gbps;
+    const char *slow_rank = getenv("FAKE_CUDA_SLOW_RANK"), *rank = getenv("RANK");
+    int r;
+    if (slow_rank && rank && sscanf(slow_rank, "%d:%lf", &r, &gbps) == 2 && r == atoi(rank)) return gbps;
     return env_double("FAKE_CUDA_PCIE_GBPS", 26.0);
 }
 

@@ -9,7 +9,7 @@ use topo_model::measure::{CollectiveResult, CollectiveRow, Expectation, HopResul
 
 use super::LiveError;
 use super::cuda::{DeviceBuffer, Gpu, Stream, time_each_stream};
-use super::nccl::{Comm, Op};
+use super::nccl::{Comm, Nccl, Op};
 
 const FLOAT: usize = std::mem::size_of::<f32>();
 /// Output is read back and checked this many bytes at a time.
@@ -186,6 +186,54 @@ pub fn run(
         results.push(CollectiveResult { collective, ranks: world, rows, expectation: Expectation::default() });
     }
     Ok(results)
+}
+
+/// Every rank's `values` (the same count on every rank), gathered through one
+/// NCCL all_gather over the communicator, in NCCL rank order; `values[i]`
+/// belongs to `ranks[i]`. How the processes of a job share their figures.
+pub fn gather(nccl: &Nccl, ranks: &[Rank], values: &[Vec<f32>]) -> Result<Vec<Vec<f32>>, LiveError> {
+    let (Some(first), Some(n)) = (ranks.first(), values.first().map(Vec::len)) else { return Ok(Vec::new()) };
+    if values.len() != ranks.len() || values.iter().any(|v| v.len() != n) || n == 0 {
+        return Err(LiveError::Usage("every rank gathers the same number of values".into()));
+    }
+    let world = first.comm.world as usize;
+    let mut buffers = Vec::new();
+    for (rank, mine) in ranks.iter().zip(values) {
+        let (send, recv) = (rank.gpu.alloc(n * FLOAT)?, rank.gpu.alloc(n * FLOAT * world)?);
+        let bytes: Vec<u8> = mine.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        send.write(0, &bytes, &rank.stream)?;
+        buffers.push((send, recv));
+    }
+    nccl.group(|| {
+        for (rank, (send, recv)) in ranks.iter().zip(&buffers) {
+            rank.gpu.bind()?;
+            rank.comm.enqueue(Op::AllGather { send: send.ptr(), recv: recv.ptr(), count: n }, &rank.stream)?;
+        }
+        Ok(())
+    })?;
+    let mut all = vec![0f32; n * world];
+    if let Some((_, recv)) = buffers.first() {
+        recv.read(0, &mut all, &first.stream)?;
+    }
+    Ok(all.chunks(n).map(<[f32]>::to_vec).collect())
+}
+
+/// Host names of every rank (64 bytes each, carried as floats by all_gather,
+/// which copies bits and never computes on them).
+pub fn gather_hosts(nccl: &Nccl, ranks: &[Rank], host: &str) -> Result<Vec<String>, LiveError> {
+    let mut name = [0u8; 64];
+    for (slot, byte) in name.iter_mut().zip(host.bytes().take(63)) {
+        *slot = byte;
+    }
+    let mine: Vec<f32> = name.chunks(4).map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let all = gather(nccl, ranks, &vec![mine; ranks.len()])?;
+    Ok(all
+        .iter()
+        .map(|v| {
+            let bytes: Vec<u8> = v.iter().flat_map(|f| f.to_ne_bytes()).take_while(|b| *b != 0).collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .collect())
 }
 
 /// `8 B`, `64 KiB`, `1 GiB`.

@@ -10,7 +10,7 @@ use topo_model::measure::PairResult;
 
 use super::LiveError;
 use super::collectives::{self, CollectivePlan, Rank};
-use super::cuda::{DeviceBuffer, Gpu, Stream, time_each_stream};
+use super::cuda::{Gpu, Stream, time_each_stream};
 use super::nccl::{Comm, Nccl, Op};
 
 /// Floats each rank contributes to a round's all_gather.
@@ -20,20 +20,14 @@ pub struct Node<'a> {
     nccl: &'a Nccl,
     gpu: &'a Gpu,
     world: Rank<'a>,
-    gather_send: DeviceBuffer,
-    gather_recv: DeviceBuffer,
     bytes: u64,
 }
 
 impl<'a> Node<'a> {
     pub fn new(nccl: &'a Nccl, gpu: &'a Gpu, comm: Comm<'a>, bytes: u64) -> Result<Node<'a>, LiveError> {
-        let world = comm.world as usize;
-        let per_rank = FIGURES.max(16) * 4;
-        let gather_send = gpu.alloc(per_rank)?;
-        let gather_recv = gpu.alloc(per_rank * world)?;
         let max = usize::try_from(bytes).map_err(|_| LiveError::Usage(format!("{bytes} bytes is too large")))?;
         let world = Rank::new(gpu, gpu.stream()?, comm, max)?;
-        Ok(Node { nccl, gpu, world, gather_send, gather_recv, bytes })
+        Ok(Node { nccl, gpu, world, bytes })
     }
 
     pub fn rank(&self) -> u32 {
@@ -44,38 +38,14 @@ impl<'a> Node<'a> {
         self.world.comm.world
     }
 
-    /// Every rank's `values` (the same length everywhere, at most 16), in rank order.
+    /// Every rank's `values` (the same length everywhere), in rank order.
     pub fn gather(&self, values: &[f32]) -> Result<Vec<Vec<f32>>, LiveError> {
-        let n = values.len();
-        if n * 4 > self.gather_send.bytes {
-            return Err(LiveError::Usage(format!("{n} values is more than a gather holds")));
-        }
-        let stream = &self.world.stream;
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
-        self.gather_send.write(0, &bytes, stream)?;
-        let op = Op::AllGather { send: self.gather_send.ptr(), recv: self.gather_recv.ptr(), count: n };
-        self.gpu.bind()?;
-        self.world.comm.enqueue(op, stream)?;
-        let mut all = vec![0f32; n * self.size() as usize];
-        self.gather_recv.read(0, &mut all, stream)?;
-        Ok(all.chunks(n.max(1)).map(<[f32]>::to_vec).collect())
+        collectives::gather(self.nccl, std::slice::from_ref(&self.world), &[values.to_vec()])
     }
 
-    /// Host names of every rank, through one all_gather (64 bytes each).
+    /// Host names of every rank.
     pub fn hosts(&self, host: &str) -> Result<Vec<String>, LiveError> {
-        let mut name = [0u8; 64];
-        for (slot, byte) in name.iter_mut().zip(host.bytes().take(63)) {
-            *slot = byte;
-        }
-        let values: Vec<f32> = name.chunks(4).map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]])).collect();
-        let all = self.gather(&values)?;
-        Ok(all
-            .iter()
-            .map(|v| {
-                let bytes: Vec<u8> = v.iter().flat_map(|f| f.to_ne_bytes()).take_while(|b| *b != 0).collect();
-                String::from_utf8_lossy(&bytes).into_owned()
-            })
-            .collect())
+        collectives::gather_hosts(self.nccl, std::slice::from_ref(&self.world), host)
     }
 
     /// One round: this rank's pair (if any) measures; every pair's figures
