@@ -14,7 +14,7 @@ use topo_model::{BusId, Finding, Snapshot, Topology};
 pub fn hardware(snapshot: &Snapshot) -> Vec<Finding> {
     let mut findings: Vec<Finding> = hardware::CHECKS.iter().filter_map(|check| check(snapshot)).collect();
     // Measured figures the snapshot carries (`topo probe --save`) are facts of the node too.
-    findings.extend(crate::probe::expect::probe_findings(snapshot));
+    findings.extend(crate::probe::findings::probe_findings(snapshot));
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(&b.code)));
     findings
 }

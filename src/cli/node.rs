@@ -267,7 +267,7 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
     let mut snapshot = crate::sources::load(crate::sources::Origin::Sysfs { root: &args.sysfs_root, nvml })?;
     crate::probe::expect::annotate(&mut report, &snapshot.topology);
     snapshot.probe = Some(report);
-    let findings = crate::probe::expect::probe_findings(&snapshot);
+    let findings = crate::probe::findings::probe_findings(&snapshot);
     Ok(LiveRun { snapshot, findings, host: place.host })
 }
 

@@ -4,6 +4,7 @@
 //! each figure should have been (`expect`) and the table (`render`).
 
 pub mod expect;
+pub mod findings;
 pub mod launcher;
 pub mod libraries;
 pub mod pairwise;
