@@ -72,7 +72,8 @@ const FAULTS: [(&str, &str); 4] = [
 #[test]
 fn every_measurement_held_against_the_topology() {
     let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "4M", "--collectives", "all", "--min", "1M"];
-    let output = topo(&[&args[..], &["--max", "4M", "--ring-walk", "--format", "json"]].concat(), &FAULTS);
+    let env = [&FAULTS[..], &[("NCCL_P2P_DISABLE", "1")]].concat();
+    let output = topo(&[&args[..], &["--max", "4M", "--ring-walk", "--format", "json"]].concat(), &env);
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -133,6 +134,10 @@ fn every_measurement_held_against_the_topology() {
     let slow_collectives = &json["findings"][2]["evidence"];
     assert_eq!(slow_collectives[0]["at"], "all_to_all, 4 ranks", "{slow_collectives}");
     assert_eq!(slow_collectives[1]["at"], "sendrecv, 4 ranks", "{slow_collectives}");
+    // The NCCL settings in effect are recorded and offered as evidence.
+    assert_eq!(probe["nccl_env"], serde_json::json!([["NCCL_P2P_DISABLE", "1"]]));
+    assert_eq!(slow_collectives[2]["at"], "environment", "{slow_collectives}");
+    assert!(slow_collectives[2]["text"].as_str().unwrap().starts_with("NCCL_P2P_DISABLE=1 "));
 }
 
 #[test]
@@ -162,9 +167,10 @@ fn a_wrong_element_fails_the_run() {
 #[test]
 fn one_gpu_says_what_it_cannot_measure() {
     let args = ["probe", "--copy-size", "1M", "--min", "1M", "--max", "2M"];
-    let output = topo(&args, &[("FAKE_CUDA_BUS", "0000:17:00.0")]);
+    let output = topo(&args, &[("FAKE_CUDA_BUS", "0000:17:00.0"), ("NCCL_ALGO", "Ring")]);
     let (stdout, stderr) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("\nNCCL settings in effect: NCCL_ALGO=Ring\n"), "{stdout}");
     assert!(stdout.contains("all_reduce, 1 rank(s): one rank crosses no link, so busbw is 0"), "{stdout}");
     assert!(stdout.contains("One GPU: no pairs to copy between"), "{stdout}");
     assert!(!stdout.contains("P2P"), "{stdout}");

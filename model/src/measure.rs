@@ -25,6 +25,9 @@ pub struct ProbeReport {
     pub nccl_version: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_library: Option<String>,
+    /// `NCCL_*` environment variables in effect for the run (NCCL obeys them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nccl_env: Vec<(String, String)>,
     pub gpus: Vec<ProbedGpu>,
     pub settings: ProbeSettings,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

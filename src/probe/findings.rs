@@ -223,6 +223,13 @@ fn collective_findings(report: &ProbeReport, mut stragglers: Vec<Evidence>) -> V
         ));
     }
     if !slow.is_empty() {
+        if !report.nccl_env.is_empty() {
+            let env: Vec<String> = report.nccl_env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            slow.push(Evidence {
+                at: "environment".into(),
+                text: format!("{} (NCCL obeyed these during the run, as it does in the job)", env.join(" ")),
+            });
+        }
         out.push(Finding::new(
             "probe-slow-collective",
             Severity::Error,

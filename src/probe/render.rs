@@ -142,7 +142,12 @@ pub fn plain(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
         report.cuda_driver.as_deref().unwrap_or("?"),
         report.nccl_version.as_deref().unwrap_or("not used"),
     );
-    let _ = writeln!(out, "GPUs: {}\n", names.join(", "));
+    let _ = writeln!(out, "GPUs: {}", names.join(", "));
+    if !report.nccl_env.is_empty() {
+        let env: Vec<String> = report.nccl_env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "NCCL settings in effect: {}", env.join(" "));
+    }
+    out.push('\n');
     tables(&mut out, report);
     out.push_str(&crate::views::findings::render(findings));
     out

@@ -150,6 +150,7 @@ fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::
     let nccl = Nccl::open(library)?;
     report.nccl_version = Some(nccl.version()?);
     report.nccl_library = Some(library.display().to_string());
+    report.nccl_env = nccl_environment();
     let id = share_id(&nccl, place, plan.timeout)?;
     let comm = {
         let _watchdog = Watchdog::arm(plan.timeout, format!("making the {}-rank NCCL communicator", launch.world));
@@ -219,6 +220,7 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     let nccl = Nccl::open(library)?;
     report.nccl_version = Some(nccl.version()?);
     report.nccl_library = Some(library.display().to_string());
+    report.nccl_env = nccl_environment();
     let (first, world) = rank_layout(place, gpus.len() as u32);
     let ranks = {
         // The rendezvous has its own timeout, which names the missing ranks.
@@ -238,8 +240,17 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     let ranks: Vec<Rank> = gpus
         .iter()
         .zip(ranks)
-        .map(|(gpu, comm)| Rank::new(gpu, gpu.stream()?, comm, max_bytes))
-        .collect::<Result<_, _>>()?;
+        .map(|(gpu, comm)| {
+            let rank = gpu.stream().and_then(|stream| Rank::new(gpu, stream, comm, max_bytes));
+            rank.with_context(|| {
+                format!(
+                    "GPU {}: two {} buffers for the collectives (lower --max on a GPU with less free memory)",
+                    gpu.ordinal,
+                    collectives::size_label(max_bytes as u64)
+                )
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
     {
         let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
         report.ranks = share_copy_figures(&nccl, &ranks, &report, &place.host)?;
@@ -255,6 +266,14 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         }
     }
     Ok(report)
+}
+
+/// The `NCCL_*` variables this run inherits: NCCL obeys them here as in the
+/// job, so a figure measured under `NCCL_P2P_DISABLE=1` says so.
+fn nccl_environment() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("NCCL_")).collect();
+    env.sort();
+    env
 }
 
 /// Every rank's host and host-copy figures, through NCCL, so the slowest GPU
