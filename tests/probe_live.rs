@@ -341,6 +341,7 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
                 .env("TOPO_JOB_TOKEN", "probe-job-test")
                 .env_remove("LOCAL_RANK")
                 .envs(env.iter().copied())
+                .env_remove("NCCL_DEBUG")
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped());
             command.spawn().unwrap()
