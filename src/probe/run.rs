@@ -43,7 +43,10 @@ pub struct Place {
 
 /// Ends the process with exit code 2 and `what` if dropped later than `timeout`
 /// after `arm`: NCCL blocks forever on a peer that never arrives.
-pub struct Watchdog(#[allow(dead_code)] mpsc::Sender<()>);
+pub struct Watchdog {
+    /// Dropping it wakes the watching thread, which then ends quietly.
+    _done: mpsc::Sender<()>,
+}
 
 impl Watchdog {
     pub fn arm(timeout: Duration, what: String) -> Watchdog {
@@ -54,7 +57,7 @@ impl Watchdog {
                 std::process::exit(2);
             }
         });
-        Watchdog(done)
+        Watchdog { _done: done }
     }
 }
 
