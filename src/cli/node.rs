@@ -261,7 +261,9 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
     };
     let plan = probe_plan(args, nccl_library)?;
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
-    let place = crate::probe::run::Place { launch, local_rank: launcher::local_rank(&env), host: hostname() };
+    // One GPU per process only inside a launched job; alone (and in preflight) every GPU.
+    let local_rank = launch.as_ref().and_then(|_| launcher::local_rank(&env));
+    let place = crate::probe::run::Place { launch, local_rank, host: hostname() };
     let mut report = crate::probe::run::run(&plan, &place)?;
     let nvml = args.sysfs_root == std::path::Path::new("/");
     let mut snapshot = crate::sources::load(crate::sources::Origin::Sysfs { root: &args.sysfs_root, nvml })?;
