@@ -73,6 +73,15 @@ impl Progress {
         Progress(bar)
     }
 
+    /// For work whose length is not known ahead (the pairwise rounds).
+    pub fn spinner() -> Progress {
+        let bar = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{elapsed:>4} {spinner} round {pos}: {msg}") {
+            bar.set_style(style);
+        }
+        Progress(bar)
+    }
+
     pub fn step(&self, what: String) {
         self.0.inc(1);
         if !what.is_empty() {
@@ -162,7 +171,7 @@ fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::
     let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the pairwise rounds".to_string());
     let node = topo_probes::live::pairwise::Node::new(&nccl, &gpu, comm, plan.ring_bytes)?;
     let hosts = node.hosts(&place.host)?;
-    let progress = Progress::new(0);
+    let progress = Progress::spinner();
     let pairwise = super::pairwise::run(node.size(), plan.threshold, plan.ring_bytes, hosts, |pairs| {
         progress.step(format!("{} pair(s)", pairs.len()));
         node.round(pairs, &plan.collectives)
