@@ -161,9 +161,8 @@ fn slow_measures(node: &NodeFacts, nodes: &[NodeFacts]) -> Vec<Difference> {
     node.measures
         .iter()
         .filter_map(|(key, value)| {
-            let mut all: Vec<f64> = nodes.iter().filter_map(|n| n.measures.get(key).copied()).collect();
-            all.sort_by(f64::total_cmp);
-            let median = *all.get(all.len() / 2)?;
+            let all: Vec<f64> = nodes.iter().filter_map(|n| n.measures.get(key).copied()).collect();
+            let median = crate::collective::median(all.iter().copied())?;
             (all.len() >= 2 && *value < median * MEASURE_SLACK).then(|| Difference {
                 fact: key.clone(),
                 value: Some(format!("{value:.1}")),

@@ -190,11 +190,16 @@ pub fn sweep(min: u64, max: u64) -> Vec<u64> {
     sizes
 }
 
+/// The median (the upper one of an even count); `None` for no values.
+pub fn median(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.into_iter().collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
+}
+
 /// Ranks more than `slack` (0.10 = 10 %) slower than the median, with how much.
 pub fn stragglers(times: &[(u32, f64)], slack: f64) -> Vec<(u32, f64)> {
-    let mut sorted: Vec<f64> = times.iter().map(|(_, t)| *t).collect();
-    sorted.sort_by(f64::total_cmp);
-    let Some(median) = sorted.get(sorted.len() / 2).copied().filter(|m| *m > 0.0) else { return Vec::new() };
+    let Some(median) = median(times.iter().map(|(_, t)| *t)).filter(|m| *m > 0.0) else { return Vec::new() };
     times.iter().filter(|(_, t)| *t > median * (1.0 + slack)).map(|(r, t)| (*r, t / median - 1.0)).collect()
 }
 

@@ -19,6 +19,7 @@ pub mod path;
 pub mod pcie;
 pub mod snapshot;
 pub mod topology;
+pub mod units;
 
 pub use bandwidth::Bandwidth;
 pub use bus_id::BusId;

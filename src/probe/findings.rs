@@ -3,8 +3,10 @@
 //! peer access, a wrong element, a straggling GPU or rank, a node that failed
 //! the pairwise test.
 
-use topo_model::measure::{CopyKind, ProbeReport};
+use topo_model::measure::{CopyKind, Expectation, ProbeReport};
 use topo_model::{Bandwidth, Evidence, Finding, Severity};
+
+use super::render::gbps;
 
 /// The findings of the probe results a snapshot carries (none without them),
 /// with NVML's P2P status added to refused pairs.
@@ -13,10 +15,6 @@ pub fn probe_findings(snapshot: &topo_model::Snapshot) -> Vec<Finding> {
         Some(report) => findings(report, &|a, b| super::run::nvml_p2p_status(snapshot, report, a, b)),
         None => Vec::new(),
     }
-}
-
-fn gbps(b: Bandwidth) -> String {
-    format!("{:.1} GB/s", b.gbps())
 }
 
 /// Findings from a probe run, measured against `threshold` (0.75: a figure
@@ -33,41 +31,19 @@ pub fn findings(report: &ProbeReport, nvml_p2p: &dyn Fn(u32, u32) -> Option<Stri
             (Some(peer), _) => format!("{} GPU {} -> GPU {peer}", copy.kind.label(), copy.gpu),
             (None, _) => format!("{} GPU {}", copy.kind.label(), copy.gpu),
         };
-        match (&copy.error, copy.expectation.ratio, copy.expectation.expected) {
-            (Some(error), ..) if error.starts_with("peer access refused") => {
+        match &copy.error {
+            Some(error) if error.starts_with("peer access refused") => {
                 let nvml = copy.peer.and_then(|p| nvml_p2p(copy.gpu, p));
                 let nvml = nvml.map(|s| format!("; NVML P2P status: {s}")).unwrap_or_default();
                 refused.push(Evidence { at: what, text: format!("{error}{nvml}") });
             }
-            (Some(error), ..) => failed.push(Evidence { at: what, text: error.clone() }),
-            (None, Some(ratio), Some(expected)) if ratio < threshold => slow.push(Evidence {
-                at: what,
-                text: format!(
-                    "{} measured, {} expected over {} ({:.0} %)",
-                    gbps(copy.bandwidth),
-                    gbps(expected),
-                    copy.expectation.path.as_deref().unwrap_or("its path"),
-                    ratio * 100.0
-                ),
-            }),
-            _ => {}
+            Some(error) => failed.push(Evidence { at: what, text: error.clone() }),
+            None => slow.extend(below(what, copy.bandwidth, &copy.expectation, threshold)),
         }
     }
     for hop in &report.ring_walk {
-        if let (Some(ratio), Some(expected)) = (hop.expectation.ratio, hop.expectation.expected)
-            && ratio < threshold
-        {
-            slow.push(Evidence {
-                at: format!("ring hop rank {} -> rank {}", hop.from, hop.to),
-                text: format!(
-                    "{} measured, {} expected over {} ({:.0} %)",
-                    gbps(hop.bandwidth),
-                    gbps(expected),
-                    hop.expectation.path.as_deref().unwrap_or("its path"),
-                    ratio * 100.0
-                ),
-            });
-        }
+        let what = format!("ring hop rank {} -> rank {}", hop.from, hop.to);
+        slow.extend(below(what, hop.bandwidth, &hop.expectation, threshold));
     }
     if !slow.is_empty() {
         let mut finding = Finding::new(
@@ -123,51 +99,52 @@ pub fn findings(report: &ProbeReport, nvml_p2p: &dyn Fn(u32, u32) -> Option<Stri
     out
 }
 
-/// GPUs whose host copies are more than 10 % slower than the median GPU's:
-/// the same test as for ranks, on the one figure every GPU should share.
-fn copy_stragglers(report: &ProbeReport) -> Vec<Evidence> {
-    if report.ranks.len() >= 3 {
-        return rank_stragglers(report);
-    }
-    let mut out = Vec::new();
-    for kind in [CopyKind::HostToDevice, CopyKind::DeviceToHost] {
-        let times: Vec<(u32, f64)> = report
-            .copies
-            .iter()
-            .filter(|c| c.kind == kind && c.error.is_none() && c.bandwidth.0 > 0.0)
-            .map(|c| (c.gpu, 1.0 / c.bandwidth.0))
-            .collect();
-        if times.len() < 3 {
-            continue;
-        }
-        for (gpu, over) in topo_model::collective::stragglers(&times, 0.10) {
-            out.push(Evidence {
-                at: format!("{} GPU {gpu}", kind.label()),
-                text: format!("{:.0} % slower than the median GPU", over * 100.0),
-            });
-        }
-    }
-    out
+/// `what` measured below `threshold` x its expectation, as evidence.
+fn below(what: String, measured: Bandwidth, expectation: &Expectation, threshold: f64) -> Option<Evidence> {
+    let (ratio, expected) = (expectation.ratio?, expectation.expected?);
+    (ratio < threshold).then(|| Evidence {
+        at: what,
+        text: format!(
+            "{} measured, {} expected over {} ({:.0} %)",
+            gbps(measured),
+            gbps(expected),
+            expectation.path.as_deref().unwrap_or("its path"),
+            ratio * 100.0
+        ),
+    })
 }
 
-/// The same rule over every rank of the job (gathered through NCCL), which
-/// names GPUs on other nodes too.
-fn rank_stragglers(report: &ProbeReport) -> Vec<Evidence> {
+/// GPUs whose host copies are more than 10 % slower than the median's, the
+/// one figure every GPU should share: over every rank of the job when NCCL
+/// gathered them (naming GPUs on other nodes too), else over this node's GPUs.
+fn copy_stragglers(report: &ProbeReport) -> Vec<Evidence> {
+    let by_rank = report.ranks.len() >= 3;
     let mut out = Vec::new();
-    for (label, pick) in [
-        ("H2D", (|r: &topo_model::measure::RankFigures| r.h2d) as fn(&topo_model::measure::RankFigures) -> _),
-        ("D2H", |r: &topo_model::measure::RankFigures| r.d2h),
-    ] {
+    for kind in [CopyKind::HostToDevice, CopyKind::DeviceToHost] {
+        // (id, time per byte, name) of every GPU that measured this kind.
+        let figures: Vec<(u32, Bandwidth, String)> = if by_rank {
+            let pick =
+                |r: &topo_model::measure::RankFigures| if kind == CopyKind::HostToDevice { r.h2d } else { r.d2h };
+            report
+                .ranks
+                .iter()
+                .filter_map(|r| Some((r.rank, pick(r)?, format!("rank {} ({})", r.rank, r.host))))
+                .collect()
+        } else {
+            let copies = report.copies.iter().filter(|c| c.kind == kind && c.error.is_none());
+            copies.map(|c| (c.gpu, c.bandwidth, format!("GPU {}", c.gpu))).collect()
+        };
         let times: Vec<(u32, f64)> =
-            report.ranks.iter().filter_map(|r| pick(r).filter(|b| b.0 > 0.0).map(|b| (r.rank, 1.0 / b.0))).collect();
+            figures.iter().filter(|(_, b, _)| b.0 > 0.0).map(|(id, b, _)| (*id, 1.0 / b.0)).collect();
         if times.len() < 3 {
             continue;
         }
-        for (rank, over) in topo_model::collective::stragglers(&times, 0.10) {
-            let host = report.ranks.iter().find(|r| r.rank == rank).map_or("", |r| r.host.as_str());
+        let median_of = if by_rank { "rank" } else { "GPU" };
+        for (id, over) in topo_model::collective::stragglers(&times, 0.10) {
+            let name = figures.iter().find(|(i, ..)| *i == id).map_or(String::new(), |(.., n)| n.clone());
             out.push(Evidence {
-                at: format!("{label} rank {rank} ({host})"),
-                text: format!("{:.0} % slower than the median rank", over * 100.0),
+                at: format!("{} {name}", kind.label()),
+                text: format!("{:.0} % slower than the median {median_of}", over * 100.0),
             });
         }
     }
@@ -183,7 +160,7 @@ fn collective_findings(report: &ProbeReport, mut stragglers: Vec<Evidence>) -> V
         let name = result.collective.name();
         for row in result.rows.iter().filter(|r| r.wrong > 0) {
             wrong.push(Evidence {
-                at: format!("{name} {}", topo_probes::live::collectives::size_label(row.bytes)),
+                at: format!("{name} {}", topo_model::units::size_label(row.bytes)),
                 text: format!("{} wrong element(s)", row.wrong),
             });
         }
@@ -206,7 +183,7 @@ fn collective_findings(report: &ProbeReport, mut stragglers: Vec<Evidence>) -> V
         if let Some(row) = result.rows.last() {
             for (rank, over) in topo_model::collective::stragglers(&row.per_rank, 0.10) {
                 stragglers.push(Evidence {
-                    at: format!("{name} {}", topo_probes::live::collectives::size_label(row.bytes)),
+                    at: format!("{name} {}", topo_model::units::size_label(row.bytes)),
                     text: format!("rank {rank} {:.0} % slower than the median rank", over * 100.0),
                 });
             }

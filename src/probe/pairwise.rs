@@ -11,6 +11,8 @@
 use topo_model::Bandwidth;
 use topo_model::measure::{NodeVerdict, PairResult, PairwiseReport};
 
+use super::render::gbps;
+
 /// At most this many rounds after the first (each isolates up to half the nodes).
 const MAX_RETESTS: usize = 6;
 
@@ -22,13 +24,8 @@ enum State {
     Bad(Vec<String>),
 }
 
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().filter(|m| *m > 0.0)
-}
-
-fn gbps(b: Bandwidth) -> String {
-    format!("{:.1} GB/s", b.gbps())
+fn median(values: impl Iterator<Item = f64>) -> Option<f64> {
+    topo_model::collective::median(values).filter(|m| *m > 0.0)
 }
 
 /// The pair's figures as `node` saw them: `with rank 3: send/recv ...`.
@@ -54,8 +51,8 @@ pub fn run<E>(
     let mut states = vec![State::Untested; size as usize];
     let first: Vec<(u32, u32)> = (0..size / 2).map(|i| (2 * i, 2 * i + 1)).collect();
     let mut round = measure(&first)?;
-    let median_sendrecv = median(round.iter().map(|p| p.sendrecv.0).collect()).map(Bandwidth);
-    let median_busbw = median(round.iter().map(|p| p.all_reduce_busbw.0).collect()).map(Bandwidth);
+    let median_sendrecv = median(round.iter().map(|p| p.sendrecv.0)).map(Bandwidth);
+    let median_busbw = median(round.iter().map(|p| p.all_reduce_busbw.0)).map(Bandwidth);
     let judge = |pair: &mut PairResult| {
         let enough =
             |value: Bandwidth, reference: Option<Bandwidth>| reference.is_none_or(|r| value.0 >= threshold * r.0);

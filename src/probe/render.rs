@@ -4,10 +4,11 @@
 use std::fmt::Write;
 
 use topo_model::measure::{CopyKind, CopyResult, Expectation, ProbeReport};
+use topo_model::units::size_label;
 use topo_model::{Bandwidth, Finding};
-use topo_probes::live::collectives::size_label;
 
-fn gbps(b: Bandwidth) -> String {
+/// `25.2 GB/s`: one decimal at every size, so columns and evidence line up.
+pub(super) fn gbps(b: Bandwidth) -> String {
     format!("{:.1} GB/s", b.gbps())
 }
 

@@ -143,6 +143,43 @@ fn progress_total(plan: &Plan, gpus: usize) -> u64 {
     (copies + steps + plan.ring.as_ref().map_or(0, |_| gpus.max(2))) as u64
 }
 
+/// The report before any measurement: who ran, on what, with which settings.
+fn report_head(plan: &Plan, place: &Place, cuda_driver: String) -> ProbeReport {
+    let (copy_bytes, sizes) = match plan.pairwise {
+        true => (0, vec![plan.ring_bytes]),
+        false => (plan.copies.map_or(0, |c| c.bytes as u64), plan.collectives.sizes.clone()),
+    };
+    ProbeReport {
+        rank: place.launch.as_ref().map_or(0, |l| l.rank),
+        world: place.launch.as_ref().map_or(1, |l| l.world),
+        launcher: place.launch.as_ref().map(|l| l.source.to_string()),
+        cuda_driver: Some(cuda_driver),
+        settings: ProbeSettings {
+            warmup: plan.collectives.warmup,
+            iterations: plan.collectives.iterations,
+            copy_bytes,
+            sizes,
+            threshold: plan.threshold,
+        },
+        ..ProbeReport::default()
+    }
+}
+
+fn probed(gpu: &Gpu, nccl_rank: Option<u32>) -> ProbedGpu {
+    ProbedGpu { ordinal: gpu.ordinal, bus_id: gpu.bus_id.clone(), name: gpu.name.clone(), nccl_rank }
+}
+
+/// Opens the NCCL the plan found and records which, its version and the
+/// settings it will obey.
+fn open_nccl(plan: &Plan, report: &mut ProbeReport) -> anyhow::Result<Nccl> {
+    let library = plan.nccl_library.as_ref().context("NCCL was not found")?;
+    let nccl = Nccl::open(library)?;
+    report.nccl_version = Some(nccl.version()?);
+    report.nccl_library = Some(library.display().to_string());
+    report.nccl_env = nccl_environment();
+    Ok(nccl)
+}
+
 /// `--pairwise`: this process is one node of the test; one GPU (its local
 /// rank's, or the first) takes part.
 fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::Result<ProbeReport> {
@@ -152,17 +189,8 @@ fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::
         );
     };
     let gpu = Gpu::open(place.local_rank.unwrap_or(0))?;
-    report.gpus = vec![ProbedGpu {
-        ordinal: gpu.ordinal,
-        bus_id: gpu.bus_id.clone(),
-        name: gpu.name.clone(),
-        nccl_rank: Some(launch.rank),
-    }];
-    let library = plan.nccl_library.as_ref().context("NCCL was not found")?;
-    let nccl = Nccl::open(library)?;
-    report.nccl_version = Some(nccl.version()?);
-    report.nccl_library = Some(library.display().to_string());
-    report.nccl_env = nccl_environment();
+    report.gpus = vec![probed(&gpu, Some(launch.rank))];
+    let nccl = open_nccl(plan, &mut report)?;
     let id = share_id(&nccl, place, plan.timeout)?;
     let comm = {
         let _watchdog = Watchdog::arm(plan.timeout, format!("making the {}-rank NCCL communicator", launch.world));
@@ -185,54 +213,20 @@ fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::
 pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     let cuda_driver = cuda::init()?;
     if plan.pairwise {
-        let report = ProbeReport {
-            rank: place.launch.as_ref().map_or(0, |l| l.rank),
-            world: place.launch.as_ref().map_or(1, |l| l.world),
-            launcher: place.launch.as_ref().map(|l| l.source.to_string()),
-            cuda_driver: Some(cuda_driver),
-            settings: ProbeSettings {
-                warmup: plan.collectives.warmup,
-                iterations: plan.collectives.iterations,
-                copy_bytes: 0,
-                sizes: vec![plan.ring_bytes],
-                threshold: plan.threshold,
-            },
-            ..ProbeReport::default()
-        };
-        return run_pairwise(plan, place, report);
+        return run_pairwise(plan, place, report_head(plan, place, cuda_driver));
     }
     let gpus = open_gpus(place)?;
     let progress = Progress::new(progress_total(plan, gpus.len()));
     let mut step = |what: String| progress.step(what);
-    let mut report = ProbeReport {
-        rank: place.launch.as_ref().map_or(0, |l| l.rank),
-        world: place.launch.as_ref().map_or(1, |l| l.world),
-        launcher: place.launch.as_ref().map(|l| l.source.to_string()),
-        cuda_driver: Some(cuda_driver),
-        gpus: gpus
-            .iter()
-            .map(|g| ProbedGpu { ordinal: g.ordinal, bus_id: g.bus_id.clone(), name: g.name.clone(), nccl_rank: None })
-            .collect(),
-        settings: ProbeSettings {
-            warmup: plan.collectives.warmup,
-            iterations: plan.collectives.iterations,
-            copy_bytes: plan.copies.map_or(0, |c| c.bytes as u64),
-            sizes: plan.collectives.sizes.clone(),
-            threshold: plan.threshold,
-        },
-        ..ProbeReport::default()
-    };
+    let mut report = report_head(plan, place, cuda_driver);
+    report.gpus = gpus.iter().map(|g| probed(g, None)).collect();
     if let Some(copy_plan) = &plan.copies {
         report.copies = copies::measure(&gpus, copy_plan, &mut step);
     }
     if plan.collectives.collectives.is_empty() && plan.ring.is_none() {
         return Ok(report);
     }
-    let library = plan.nccl_library.as_ref().context("NCCL was not found")?;
-    let nccl = Nccl::open(library)?;
-    report.nccl_version = Some(nccl.version()?);
-    report.nccl_library = Some(library.display().to_string());
-    report.nccl_env = nccl_environment();
+    let nccl = open_nccl(plan, &mut report)?;
     let (first, world) = rank_layout(place, gpus.len() as u32);
     let ranks = {
         // The rendezvous has its own timeout, which names the missing ranks.
@@ -258,7 +252,7 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
                 format!(
                     "GPU {}: two {} buffers for the collectives (lower --max on a GPU with less free memory)",
                     gpu.ordinal,
-                    collectives::size_label(max_bytes as u64)
+                    topo_model::units::size_label(max_bytes as u64)
                 )
             })
         })

@@ -293,29 +293,20 @@ fn problems(out: &mut String, report: &NcclReport) {
     }
 }
 
-/// Binary units: exact for powers of two (`8 MiB`), one decimal otherwise.
-fn size_label(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut unit = 0;
-    let mut value = bytes as f64;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if value.fract() == 0.0 { format!("{value:.0} {}", UNITS[unit]) } else { format!("{value:.1} {}", UNITS[unit]) }
-}
-
 fn collectives(out: &mut String, report: &NcclReport) {
     if !report.collectives.is_empty() {
         out.push_str("Collectives (from COLL lines):\n");
         for (op, stats) in &report.collectives {
-            let histogram: Vec<String> =
-                stats.size_histogram.iter().map(|(upper, n)| format!("≤{} ×{n}", size_label(*upper))).collect();
+            let histogram: Vec<String> = stats
+                .size_histogram
+                .iter()
+                .map(|(upper, n)| format!("≤{} ×{n}", topo_model::units::size_label(*upper)))
+                .collect();
             let _ = writeln!(
                 out,
                 "  {op}: {} calls, {} total; {}",
                 stats.calls,
-                size_label(stats.total_bytes),
+                topo_model::units::size_label(stats.total_bytes),
                 histogram.join(", ")
             );
         }
@@ -327,8 +318,8 @@ fn collectives(out: &mut String, report: &NcclReport) {
         for range in &report.tuning_ranges {
             let text = format!(
                 "{}..{} {}/{}",
-                size_label(range.from_bytes),
-                size_label(range.to_bytes),
+                topo_model::units::size_label(range.from_bytes),
+                topo_model::units::size_label(range.to_bytes),
                 range.algorithm,
                 range.protocol
             );
@@ -345,7 +336,7 @@ fn collectives(out: &mut String, report: &NcclReport) {
     if !report.tuning.is_empty() {
         out.push_str("Algorithm and protocol chosen (TUNING lines):\n");
         for t in &report.tuning {
-            let size = t.bytes.map(|b| format!(" {}", size_label(b))).unwrap_or_default();
+            let size = t.bytes.map(|b| format!(" {}", topo_model::units::size_label(b))).unwrap_or_default();
             let _ = writeln!(out, "  {}{size} -> {}/{} ×{}", t.collective, t.algorithm, t.protocol, t.count);
         }
         out.push('\n');
@@ -373,7 +364,7 @@ fn nccl_tests(out: &mut String, report: &NcclReport) {
                 "  peak busbw {:.2} GB/s (algbw {:.2}) at {} {place}",
                 measure.busbw,
                 measure.algbw,
-                size_label(bytes)
+                topo_model::units::size_label(bytes)
             );
         }
         let wrong: f64 = run

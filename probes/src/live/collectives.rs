@@ -6,6 +6,7 @@
 use topo_model::Bandwidth;
 use topo_model::collective::{self, Collective};
 use topo_model::measure::{CollectiveResult, CollectiveRow, Expectation, HopResult};
+use topo_model::units::size_label;
 
 use super::LiveError;
 use super::cuda::{DeviceBuffer, Gpu, Stream, time_each_stream};
@@ -236,18 +237,6 @@ pub fn gather_hosts(nccl: &Nccl, ranks: &[Rank], host: &str) -> Result<Vec<Strin
         .collect())
 }
 
-/// `8 B`, `64 KiB`, `1 GiB`.
-pub fn size_label(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while value >= 1024 && value.is_multiple_of(1024) && unit < UNITS.len() - 1 {
-        value /= 1024;
-        unit += 1;
-    }
-    format!("{value} {}", UNITS[unit])
-}
-
 /// Times each hop `from -> to` of `ring` (NCCL ranks, in ring order) alone
 /// with one send and one recv of `bytes`. This process takes part in the hops
 /// that touch its ranks and reports those whose receiver it holds.
@@ -332,9 +321,5 @@ mod tests {
         assert!(matches!(ops(Collective::AllGather, s, 0, 4, 0, 0)[..], [Op::AllGather { count: 2, .. }]));
         assert!(matches!(ops(Collective::ReduceScatter, s, 0, 4, 0, 0)[..], [Op::ReduceScatter { count: 2, .. }]));
         assert!(matches!(ops(Collective::AllReduce, s, 0, 4, 0, 0)[..], [Op::AllReduce { count: 8, .. }]));
-        assert_eq!(size_label(8), "8 B");
-        assert_eq!(size_label(64 << 10), "64 KiB");
-        assert_eq!(size_label(3 << 30), "3 GiB");
-        assert_eq!(size_label(1000), "1000 B");
     }
 }
