@@ -139,9 +139,9 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
     let bytes = message.as_bytes();
     let first = *bytes.first()?;
     if first.is_ascii_uppercase()
-        && let Some(event) = collective(message)
+        && let Some(op) = collective(message)
     {
-        return Some(event);
+        return Some(Event::Collective(op));
     }
     let by_shape = match first {
         b'C' => channel_line(message).or_else(|| collnet_line(message)),
@@ -217,22 +217,19 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 static COUNT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b" count "));
 
-/// Whether `text` starts with ` key `, compared byte by byte: the keys are a
-/// few bytes long and a call to `memcmp` costs more than the comparison.
-fn has_key(text: &[u8], key: &[u8]) -> bool {
-    text.len() > key.len() + 1
-        && text[0] == b' '
-        && text[key.len() + 1] == b' '
-        && text[1..=key.len()].iter().zip(key).all(|(a, b)| a == b)
+/// Whether `text` starts with `key` (given with its spaces: `b" count "`). The
+/// width is known when compiling, so this is a word compare or two, not a loop.
+fn has_key<const N: usize>(text: &[u8], key: &[u8; N]) -> bool {
+    text.first_chunk::<N>() == Some(key)
 }
 
-/// Splits `key value` off the front of `text` (which starts with a space), if
-/// the key is `key`: returns the value and the rest.
-fn take_field<'a>(text: &'a str, key: &str) -> Option<(&'a str, &'a str)> {
-    if !has_key(text.as_bytes(), key.as_bytes()) {
+/// Splits `key value` off the front of `text` (`key` with its spaces), if the
+/// key is there: returns the value and the rest.
+fn take_field<'a, const N: usize>(text: &'a str, key: &[u8; N]) -> Option<(&'a str, &'a str)> {
+    if !has_key(text.as_bytes(), key) {
         return None;
     }
-    let rest = &text[key.len() + 2..];
+    let rest = &text[N..];
     let end = short_find(rest.as_bytes(), b' ').unwrap_or(rest.len());
     Some((&rest[..end], &rest[end..]))
 }
@@ -259,44 +256,107 @@ fn hex_token(text: &str) -> Option<(u64, &str)> {
     (at > 0).then(|| (value, &text[at..]))
 }
 
-/// ` key N` at the front of `text`: N (a whole token of at most 19 ASCII
-/// digits, as [`digits`] takes it) and the rest, read in one pass.
-fn number_field<'a>(text: &'a str, key: &str) -> Option<(u64, &'a str)> {
+/// `key N` at the front of `text` (`key` with its spaces): N (a whole token of
+/// at most 19 ASCII digits, as [`digits`] takes it) and the rest, in one pass.
+fn number_field<'a, const N: usize>(text: &'a str, key: &[u8; N]) -> Option<(u64, &'a str)> {
     let bytes = text.as_bytes();
-    if !has_key(bytes, key.as_bytes()) {
+    if !has_key(bytes, key) {
         return None;
     }
-    let start = key.len() + 2;
     let mut value = 0u64;
-    let mut at = start;
+    let mut at = N;
     while let Some(digit) = bytes.get(at).map(|b| b.wrapping_sub(b'0')).filter(|d| *d < 10) {
         // A 20th digit may not fit: refused before it is added.
-        if at - start == 19 {
+        if at - N == 19 {
             return None;
         }
         value = value * 10 + u64::from(digit);
         at += 1;
     }
-    let whole_token = at > start && bytes.get(at).is_none_or(|b| *b == b' ');
+    let whole_token = at > N && bytes.get(at).is_none_or(|b| *b == b' ');
     whole_token.then(|| (value, &text[at..]))
 }
 
+/// The parts of one thread's last COLL line that its next line most likely
+/// repeats: a thread driving a communicator prints the same buffers (often)
+/// and the same `op .. root .. comm .. [nranks=..] stream ..` tail (always).
+/// A line that repeats them byte for byte is read by comparison; since the
+/// bytes are equal, so is what reading them would give.
+#[derive(Debug, Clone, Default)]
+pub struct CollMemo {
+    /// ` sendbuff X recvbuff Y count `: up to and with the first ` count `.
+    buffers: Vec<u8>,
+    /// Everything after `datatype N`, what was read from it, and whether
+    /// `tail` holds a line's tail at all (an empty tail is a tail too).
+    tail: Vec<u8>,
+    comm: Option<(usize, usize)>,
+    nranks: Option<u32>,
+    filled: bool,
+}
+
 /// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7 op 0
-/// root 0 comm 0x.. [nranks=128] stream 0x..`. These lines are most of a long log:
-/// one search finds `count`, and the fields after it come in a fixed order.
-pub fn collective(message: &str) -> Option<Event<'_>> {
+/// root 0 comm 0x.. [nranks=128] stream 0x..`. The fields after `count` come
+/// in a fixed order; `op`, `root`, `comm` and `[nranks=]` may be missing.
+pub fn collective(message: &str) -> Option<Collective<'_>> {
+    read_collective(message, None)
+}
+
+/// [`collective`] for the next line of a thread, with what its last line said.
+pub fn collective_after<'a>(message: &'a str, memo: &mut CollMemo) -> Option<Collective<'a>> {
+    read_collective(message, Some(memo))
+}
+
+fn read_collective<'a>(message: &'a str, mut memo: Option<&mut CollMemo>) -> Option<Collective<'a>> {
     let colon = short_find(message.as_bytes(), b':')?;
-    let (op, rest) = (&message[..colon], message[colon + 1..].strip_prefix(" opCount ")?);
-    if op.is_empty() || short_find(op.as_bytes(), b' ').is_some() {
+    let (op, rest) = (&message[..colon], &message[colon..]);
+    if op.is_empty() || short_find(op.as_bytes(), b' ').is_some() || !has_key(rest.as_bytes(), b": opCount ") {
         return None;
     }
-    let (op_count, after) = hex_token(rest)?;
-    // `sendbuff X recvbuff X count N`: one vector search skips the buffers.
-    let (count, rest) = number_field(&after[COUNT.find(after.as_bytes())?..], "count")?;
-    let (datatype, rest) = number_field(rest, "datatype")?;
-    let rest = take_field(rest, "op").map_or(rest, |(_, r)| r);
-    let rest = take_field(rest, "root").map_or(rest, |(_, r)| r);
-    let (comm, rest) = match take_field(rest, "comm") {
+    let (op_count, after) = hex_token(&rest[b": opCount ".len()..])?;
+    let from_count = match memo.as_deref_mut() {
+        // The first ` count ` in the remembered bytes is their last seven, so it
+        // is the first in `after` too.
+        Some(memo) if !memo.buffers.is_empty() && after.as_bytes().starts_with(&memo.buffers) => {
+            &after[memo.buffers.len() - b" count ".len()..]
+        }
+        memo => {
+            let at = COUNT.find(after.as_bytes())?;
+            if let Some(memo) = memo {
+                memo.buffers.clear();
+                memo.buffers.extend_from_slice(&after.as_bytes()[..at + b" count ".len()]);
+            }
+            &after[at..]
+        }
+    };
+    let (count, rest) = number_field(from_count, b" count ")?;
+    let (datatype, rest) = number_field(rest, b" datatype ")?;
+    let datatype = u32::try_from(datatype).ok()?;
+    let (comm, nranks) = match memo {
+        Some(memo) if memo.filled && rest.as_bytes() == memo.tail.as_slice() => {
+            (memo.comm.and_then(|(from, to)| rest.get(from..to)), memo.nranks)
+        }
+        memo => {
+            let (comm, nranks) = read_tail(rest);
+            if let Some(memo) = memo {
+                memo.tail.clear();
+                memo.tail.extend_from_slice(rest.as_bytes());
+                let start = rest.as_ptr() as usize;
+                memo.comm = comm.map(|c| (c.as_ptr() as usize - start, c.as_ptr() as usize - start + c.len()));
+                memo.nranks = nranks;
+                memo.filled = true;
+            }
+            (comm, nranks)
+        }
+    };
+    Some(Collective { op, op_count, count, datatype, comm, nranks })
+}
+
+/// ` op N root N comm X [nranks=N] stream X`, any of it missing: the
+/// communicator pointer and the rank count.
+fn read_tail(rest: &str) -> (Option<&str>, Option<u32>) {
+    let rest = take_field(rest, b" op ").map_or(rest, |(_, r)| r);
+    let rest = take_field(rest, b" root ").map_or(rest, |(_, r)| r);
+    let (comm, rest) = match take_field(rest, b" comm ") {
         Some((comm, rest)) => (Some(comm), rest),
         None => (None, rest),
     };
@@ -305,8 +365,7 @@ pub fn collective(message: &str) -> Option<Event<'_>> {
         .and_then(|r| short_find(r.as_bytes(), b']').map(|end| &r[..end]))
         .and_then(digits)
         .and_then(|n| u32::try_from(n).ok());
-    let datatype = u32::try_from(datatype).ok()?;
-    Some(Event::Collective(Collective { op, op_count, count, datatype, comm, nranks }))
+    (comm, nranks)
 }
 
 /// `Channel 00/02 : 0 1 2 3` (ring order) or `Channel 00/0 : 0[0] -> 1[1] [send] via X`.
@@ -643,11 +702,11 @@ mod tests {
     fn long_numbers_are_refused_not_overflowed() {
         let nineteen = "9".repeat(19);
         let text = format!(" count {nineteen} datatype 7");
-        let (value, rest) = number_field(&text, "count").unwrap();
+        let (value, rest) = number_field(&text, b" count ").unwrap();
         assert_eq!((value, rest), (9_999_999_999_999_999_999, " datatype 7"));
-        assert_eq!(number_field(&format!(" count {nineteen}9"), "count"), None);
-        assert_eq!(number_field(" count 12x", "count"), None);
-        assert_eq!(number_field(" count ", "count"), None);
+        assert_eq!(number_field(&format!(" count {nineteen}9"), b" count "), None);
+        assert_eq!(number_field(" count 12x", b" count "), None);
+        assert_eq!(number_field(" count ", b" count "), None);
         assert_eq!(hex_token("ffffffffffffffff rest"), Some((u64::MAX, " rest")));
         assert_eq!(hex_token("1ffffffffffffffff"), None);
         assert_eq!(hex_token("12g"), None);
@@ -656,6 +715,38 @@ mod tests {
             "AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count {nineteen}9 datatype 7 op 0 root 0 comm 0x3 [nranks=2] stream 0x4"
         );
         assert!(collective(&line).is_none());
+    }
+
+    /// A thread's lines read with its memo give what each line gives read
+    /// alone: repeated and changed buffers and tails, missing fields, a buffer
+    /// that reads `count`, a tail cut short, lines of other shapes between.
+    #[test]
+    fn remembered_parts_change_nothing() {
+        let lines = [
+            "AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count 8 datatype 7 op 0 root 0 comm 0xa [nranks=8] stream 0x4",
+            "AllReduce: opCount 2 sendbuff 0x1 recvbuff 0x2 count 9 datatype 9 op 0 root 0 comm 0xa [nranks=8] stream 0x4",
+            "Broadcast: opCount 3 sendbuff 0x1 recvbuff 0x2 count 10 datatype 9 op 0 root 3 comm 0xa [nranks=8] stream 0x4",
+            "AllReduce: opCount 4 sendbuff 0x1 recvbuff 0x2 count 11 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount 5 sendbuff 0x1 recvbuff 0x2 count 11 datatype 9 op 0 root 0 comm 0xbb",
+            "AllReduce: opCount 6 sendbuff 0x1 recvbuff 0x2 count 11 datatype 9",
+            "AllReduce: opCount 7 sendbuff 0x1 recvbuff 0x2 count 11 datatype 9",
+            "AllReduce: opCount 8 sendbuff 0x1 recvbuff 0x2 count 11 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount 9 sendbuff count recvbuff 0x2 count 11 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount a sendbuff 0x1 recvbuff 0x2 count 11 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount b sendbuff 0x1 recvbuff 0x2 count 12 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount c sendbuff 0x1 recvbuff 0x2 count x datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount d sendbuff 0x1 recvbuff 0x2 count 13 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "Connected all rings",
+            "AllReduce: opCount e sendbuff 0x11 recvbuff 0x2 count 14 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount f sendbuff 0x1 recvbuff 0x2 count 15 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4",
+            "AllReduce: opCount 10 sendbuff 0x1 recvbuff 0x2 count 15 datatype 9 op 0 root 0 comm 0xbb [nranks=16] stream 0x4 x",
+        ];
+        let mut memo = CollMemo::default();
+        for line in lines {
+            assert_eq!(collective_after(line, &mut memo), collective(line), "{line}");
+        }
+        let repeated = collective_after(lines[16], &mut memo).unwrap();
+        assert_eq!((repeated.op_count, repeated.comm, repeated.nranks), (0x10, Some("0xbb"), Some(16)));
     }
 
     #[test]

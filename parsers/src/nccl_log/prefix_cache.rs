@@ -3,6 +3,8 @@
 //! first 16 bytes and checked in full, spares the prefix parse and the host
 //! lookup on every line after the first.
 
+use super::message::CollMemo;
+
 /// What a prefix told the first time it was parsed. `host` is a byte range:
 /// the host sits at the same place in every line with this prefix.
 #[derive(Debug, Clone)]
@@ -13,6 +15,8 @@ pub struct Known {
     pub tid: Option<u64>,
     pub cuda_dev: Option<u32>,
     pub host_slot: usize,
+    /// What this thread's last COLL line said, to read its next one faster.
+    pub memo: CollMemo,
 }
 
 /// Two-way: a prefix lives in its slot or the one next to it, so two threads
@@ -42,13 +46,13 @@ fn slot(line: &[u8]) -> Option<usize> {
 
 impl PrefixCache {
     /// The remembered prefix `line` starts with, if any.
-    pub fn get(&self, line: &str) -> Option<&Known> {
+    pub fn get_mut(&mut self, line: &str) -> Option<&mut Known> {
         let bytes = line.as_bytes();
         let first = slot(bytes)?;
-        [first, first + 1]
-            .into_iter()
-            .filter_map(|i| self.slots.get(i)?.as_ref())
-            .find(|known| starts_with(bytes, &known.prefix))
+        let way = [first, first + 1].into_iter().find(|i| {
+            self.slots.get(*i).and_then(Option::as_ref).is_some_and(|known| starts_with(bytes, &known.prefix))
+        })?;
+        self.slots.get_mut(way)?.as_mut()
     }
 
     /// Remembers the prefix of `line` (everything before `message`, which must
@@ -86,7 +90,15 @@ mod tests {
     use super::*;
 
     fn known() -> Known {
-        Known { prefix: Box::default(), host: None, pid: Some(1), tid: Some(2), cuda_dev: Some(0), host_slot: 0 }
+        Known {
+            prefix: Box::default(),
+            host: None,
+            pid: Some(1),
+            tid: Some(2),
+            cuda_dev: Some(0),
+            host_slot: 0,
+            memo: CollMemo::default(),
+        }
     }
 
     #[test]
@@ -95,11 +107,11 @@ mod tests {
         let line = "gpu34:34088:34105 [0] NCCL INFO AllReduce: opCount 1";
         let message = &line[32..];
         cache.insert(line, message, Some(&line[..5]), known());
-        let hit = cache.get("gpu34:34088:34105 [0] NCCL INFO Broadcast: opCount 2").unwrap();
+        let hit = cache.get_mut("gpu34:34088:34105 [0] NCCL INFO Broadcast: opCount 2").unwrap();
         assert_eq!((hit.prefix.len(), hit.host), (32, Some((0, 5))));
         // Same first 16 bytes, another thread: not this prefix.
-        assert!(cache.get("gpu34:34088:34106 [0] NCCL INFO AllReduce: opCount 1").is_none());
-        assert!(cache.get("short").is_none());
+        assert!(cache.get_mut("gpu34:34088:34106 [0] NCCL INFO AllReduce: opCount 1").is_none());
+        assert!(cache.get_mut("short").is_none());
         assert!(starts_with(b"abcdefghijk", b"abcdefghij") && !starts_with(b"abcdefghiX", b"abcdefghij"));
         assert!(!starts_with(b"abc", b"abcd"));
     }

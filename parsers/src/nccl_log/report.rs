@@ -178,12 +178,12 @@ impl LogParser {
         // Most of a long log is COLL lines in NCCL's plain prefix: read those
         // without the general splitter's full-line scan. (A line with another
         // process's prefix glued in fails the COLL shape and takes the general path.)
-        if let Some(known) = self.prefixes.get(text) {
+        if let Some(known) = self.prefixes.get_mut(text) {
             let (prefix_len, host, pid, tid, cuda_dev, host_slot) =
                 (known.prefix.len(), known.host, known.pid, known.tid, known.cuda_dev, known.host_slot);
             let message = &text[prefix_len..];
             if message.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
-                && let Some(Event::Collective(op)) = message::collective(message)
+                && let Some(op) = message::collective_after(message, &mut known.memo)
             {
                 let host = host.and_then(|(from, to)| text.get(from..to));
                 let line =
@@ -198,7 +198,7 @@ impl LogParser {
         }
         if let Some(line) = prefix::split_plain_info(text)
             && line.message.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
-            && let Some(Event::Collective(op)) = message::collective(line.message)
+            && let Some(op) = message::collective(line.message)
         {
             self.nccl_lines += 1;
             self.line_host = self.host_slot(line.host);
@@ -214,6 +214,7 @@ impl LogParser {
                 tid: line.tid,
                 cuda_dev: line.cuda_dev,
                 host_slot: self.line_host,
+                memo: Default::default(),
             };
             self.prefixes.insert(text, line.message, line.host, known);
             self.collective(&line, op);
