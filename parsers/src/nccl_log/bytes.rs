@@ -9,6 +9,7 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
 /// The index of the first `byte` in `bytes`.
+#[inline(always)]
 pub(crate) fn short_find(bytes: &[u8], byte: u8) -> Option<usize> {
     let pattern = ONES * u64::from(byte);
     let mut chunks = bytes.chunks_exact(8);
@@ -48,9 +49,34 @@ pub(crate) fn short_eq(a: &str, b: &str) -> bool {
     word(a, 0) == word(b, 0) && word(a, last) == word(b, last)
 }
 
+/// The run of ASCII digits at the front of `word` (eight bytes, the first in
+/// the lowest byte) as (value, length), read without a loop or a branch: a
+/// count's width changes from line to line, and a branch on it would be
+/// mispredicted. No digits read as (0, 0); eight as their value, length 8
+/// (more may follow).
+#[inline(always)]
+pub(crate) fn leading_digits(word: [u8; 8]) -> (u64, usize) {
+    const HIGH_NIBBLES: u64 = 0xf0f0_f0f0_f0f0_f0f0;
+    const THREES: u64 = 0x3030_3030_3030_3030;
+    let w = u64::from_le_bytes(word);
+    // A digit is 0x30..=0x39: high nibble 3, and still 3 after adding 6. A carry
+    // out of a byte can only start at a non-digit, so the first one is exact.
+    let off = ((w & HIGH_NIBBLES) ^ THREES) | ((w.wrapping_add(0x0606_0606_0606_0606) & HIGH_NIBBLES) ^ THREES);
+    let flagged = (off | off >> 1 | off >> 2 | off >> 3) & 0x1010_1010_1010_1010;
+    let len = (flagged.trailing_zeros() / 8) as usize;
+    // The digits moved to the top bytes, zeros below them, then combined
+    // pairwise: 2 digits, 4, 8 (the usual SWAR reduction).
+    let mut v = (w & 0x0f0f_0f0f_0f0f_0f0f).checked_shl(8 * (8 - len) as u32).unwrap_or(0);
+    v = (v.wrapping_mul(10 << 8 | 1) >> 8) & 0x00ff_00ff_00ff_00ff;
+    v = (v.wrapping_mul(100 << 16 | 1) >> 16) & 0x0000_ffff_0000_ffff;
+    v = v.wrapping_mul(10000 << 32 | 1) >> 32;
+    (v, len)
+}
+
 /// A run of ASCII digits as a number: `None` if empty, if anything else is in
 /// it, or if it may overflow (more than 19 digits). Cheaper than `str::parse`,
 /// which also accepts a sign.
+#[inline(always)]
 pub(crate) fn digits(text: &str) -> Option<u64> {
     if text.is_empty() || text.len() > 19 {
         return None;
@@ -91,6 +117,26 @@ mod tests {
         assert!(short_eq("AllReduce", "AllReduce") && !short_eq("AllGather", "AllReduce"));
         assert!(short_eq("a", "a") && !short_eq("a", "b") && short_eq("", ""));
         assert!(!short_eq("0123456789abcdefX", "0123456789abcdefY"));
+    }
+
+    /// Every length of run, every byte after it, against `str::parse`.
+    #[test]
+    fn leading_digits_agree_with_parse() {
+        let runs = ["", "0", "7", "10", "999", "4096", "65536", "7382228", "1234567", "12345678"];
+        for run in runs {
+            for next in 0..=255u8 {
+                let mut word = [next; 8];
+                word[..run.len()].copy_from_slice(run.as_bytes());
+                let mut len = run.len();
+                if next.is_ascii_digit() {
+                    len = 8;
+                }
+                let (value, got) = leading_digits(word);
+                assert_eq!(got, len, "{run:?} then {next}");
+                let expected = std::str::from_utf8(&word[..len]).unwrap().parse().unwrap_or(0);
+                assert_eq!(value, expected, "{run:?} then {next}");
+            }
+        }
     }
 
     #[test]

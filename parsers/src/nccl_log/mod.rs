@@ -2,6 +2,7 @@
 //! [`NcclReport`](topo_model::nccl::NcclReport).
 
 mod bytes;
+mod coll_line;
 mod input;
 pub mod message;
 pub mod prefix;

@@ -52,6 +52,8 @@ const MAX_PROGRESS: usize = 1 << 16;
 const MAX_SMALL_TABLE: usize = 4096;
 const MAX_FIRST_LINES: usize = 4096;
 const MAX_TIMEOUTS: usize = 1024;
+/// (process, communicator) pairs per host whose COLL lines skip every lookup.
+const MAX_RECENT_COMMS: usize = 64;
 /// Evidence lines are cut to this many characters.
 const MAX_EVIDENCE_CHARS: usize = 300;
 
@@ -95,8 +97,8 @@ struct HostState {
     progress_index: FastMap<String, Vec<(Option<u64>, usize)>>,
     /// (communicator pointer, pid, progress), in first-seen order.
     progress: Vec<(String, Option<u64>, Progress)>,
-    /// Per process: the last COLL line's pointer, communicator and progress
-    /// slot, so the lines of a process's run skip every lookup.
+    /// Per (process, communicator pointer) seen lately in COLL lines: the
+    /// communicator and progress slot, so those lines skip every lookup.
     last_collective: Vec<(Option<u64>, String, Option<usize>, usize)>,
 }
 
@@ -640,11 +642,14 @@ impl LogParser {
         progress.last_op = op_index;
         if cached.is_none() {
             let entry = (line.pid, pointer.to_string(), index, slot);
+            // One entry per (process, communicator): a thread that takes turns
+            // between communicators must not evict its own entries.
             let cache = &mut state.last_collective;
-            match cache.iter().position(|(pid, ..)| *pid == line.pid) {
-                Some(i) => cache[i] = entry,
-                None if cache.len() < 64 => cache.push(entry),
-                None => {}
+            if cache.len() < MAX_RECENT_COMMS {
+                cache.push(entry);
+            } else if let Some(oldest) = cache.first_mut() {
+                *oldest = entry;
+                cache.rotate_left(1);
             }
         }
     }
