@@ -1,7 +1,11 @@
 //! Any bytes into the NCCL log reader: never a panic, whatever the lines hold,
-//! and the report always serialises. Each line is also read as a COLL line
-//! twice, alone and with the memo of the lines before it: the answers agree.
+//! and the report always serialises. The same bytes read a few at a time give
+//! the same report (lines cut at read boundaries, COLL lines read straight
+//! from the buffer or not), and each line read as a COLL line alone and with
+//! the memo of the lines before it gives the same answer.
 #![no_main]
+
+use std::io::BufReader;
 
 use libfuzzer_sys::fuzz_target;
 use topo_parsers::nccl_log::message::{CollMemo, collective, collective_after};
@@ -13,6 +17,10 @@ fuzz_target!(|data: &[u8]| {
     let report = parser.finish();
     assert!(report.lines as usize <= data.len() + 1);
     let _ = format!("{report:?}");
+
+    let mut parser = LogParser::new();
+    feed(BufReader::with_capacity(61, std::io::Cursor::new(data)), &mut parser).expect("reading memory cannot fail");
+    assert_eq!(parser.finish(), report);
 
     let mut memo = CollMemo::default();
     for line in data.split(|b| *b == b'\n').filter_map(|line| std::str::from_utf8(line).ok()) {

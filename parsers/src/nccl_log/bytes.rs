@@ -29,6 +29,30 @@ pub(crate) fn short_find(bytes: &[u8], byte: u8) -> Option<usize> {
     chunks.remainder().iter().position(|b| *b == byte).map(|i| offset + i)
 }
 
+/// The index of the first `a` or `b` in `bytes` ([`short_find`] for two bytes).
+pub(crate) fn short_find2(bytes: &[u8], a: u8, b: u8) -> Option<usize> {
+    let (pattern_a, pattern_b) = (ONES * u64::from(a), ONES * u64::from(b));
+    let flags = |word: u64, pattern: u64| {
+        let word = word ^ pattern;
+        word.wrapping_sub(ONES) & !word & HIGHS
+    };
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        // Each side's lowest flag is exact and a false flag only sits above a
+        // true one, so the lowest of both is exact too.
+        let found = flags(word, pattern_a) | flags(word, pattern_b);
+        if found != 0 {
+            return Some(offset + (found.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    chunks.remainder().iter().position(|c| *c == a || *c == b).map(|i| offset + i)
+}
+
 /// String equality for the short strings compared on every COLL line
 /// (collective names, communicator pointers): overlapping word loads instead
 /// of a `memcmp` call.
@@ -106,6 +130,14 @@ mod tests {
                 }
             }
             assert_eq!(short_find(&vec![b'x'; len], b' '), None);
+            for at in 0..len {
+                for other in 0..len {
+                    let mut bytes = vec![b'x'; len];
+                    (bytes[at], bytes[other]) = (b'\n', b' ');
+                    let first = bytes.iter().position(|b| *b == b' ' || *b == b'\n');
+                    assert_eq!(short_find2(&bytes, b' ', b'\n'), first, "{bytes:?}");
+                }
+            }
         }
     }
 

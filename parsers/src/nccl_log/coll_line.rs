@@ -3,7 +3,7 @@
 //! width known when compiling, and what a thread's recent lines repeated
 //! remembered ([`CollMemo`]).
 
-use super::bytes::{digits, leading_digits, short_find};
+use super::bytes::{digits, leading_digits, short_find, short_find2};
 use super::message::Collective;
 
 static COUNT: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
@@ -29,10 +29,9 @@ fn take_field<'a, const N: usize>(text: &'a str, key: &[u8; N]) -> Option<(&'a s
 }
 
 /// A hex number (`139d`, at most 16 digits) up to the first space or the end,
-/// and the rest from that space: one pass instead of a search and a parse.
+/// and its length: one pass instead of a search and a parse.
 #[inline(always)]
-fn hex_token(text: &str) -> Option<(u64, &str)> {
-    let bytes = text.as_bytes();
+fn hex_token(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
     let mut at = 0;
     while let Some(&b) = bytes.get(at).filter(|b| **b != b' ') {
@@ -48,14 +47,14 @@ fn hex_token(text: &str) -> Option<(u64, &str)> {
         value = (value << 4) | u64::from(digit);
         at += 1;
     }
-    (at > 0).then(|| (value, &text[at..]))
+    (at > 0).then_some((value, at))
 }
 
-/// `key N` at the front of `text` (`key` with its spaces): N (a whole token of
-/// at most 19 ASCII digits, as [`digits`] takes it) and the rest, in one pass.
+/// `key N` at the front of `bytes` (`key` with its spaces): N (a whole token
+/// of at most 19 ASCII digits, as [`digits`] takes it) and the length read, in
+/// one pass.
 #[inline(always)]
-fn number_field<'a, const N: usize>(text: &'a str, key: &[u8; N]) -> Option<(u64, &'a str)> {
-    let bytes = text.as_bytes();
+fn number_field<const N: usize>(bytes: &[u8], key: &[u8; N]) -> Option<(u64, usize)> {
     if !has_key(bytes, key) {
         return None;
     }
@@ -66,7 +65,7 @@ fn number_field<'a, const N: usize>(text: &'a str, key: &[u8; N]) -> Option<(u64
         // Whatever the width, one path: only a ninth digit takes the loop.
         if len < 8 || !next.is_some_and(|b| b.is_ascii_digit()) {
             let whole_token = len > 0 && next.is_none_or(|b| b == b' ');
-            return whole_token.then(|| (read, &text[N + len..]));
+            return whole_token.then_some((read, N + len));
         }
         (value, at) = (read, N + 8);
     }
@@ -79,22 +78,14 @@ fn number_field<'a, const N: usize>(text: &'a str, key: &[u8; N]) -> Option<(u64
         at += 1;
     }
     let whole_token = at > N && bytes.get(at).is_none_or(|b| *b == b' ');
-    whole_token.then(|| (value, &text[at..]))
+    whole_token.then_some((value, at))
 }
 
-/// The rest of a COLL line from its first ` count `. NCCL prints
-/// ` sendbuff X recvbuff Y count`, so the two buffers are stepped over; a line
-/// of another shape is searched instead, which finds the same place.
+/// ` sendbuff X recvbuff Y count ...`: where ` count ` starts, or `None` for
+/// any other shape. A buffer token reading `count` is refused (a search for
+/// ` count ` would stop at it), and so is one running into a line end.
 #[inline(always)]
-fn from_count(after_op_count: &str) -> Option<&str> {
-    step_over_buffers(after_op_count).or_else(|| Some(&after_op_count[COUNT.find(after_op_count.as_bytes())?..]))
-}
-
-/// ` sendbuff X recvbuff Y count ...` -> ` count ...`, or `None` for any other
-/// shape. A buffer token reading `count` is refused: the search would stop at it.
-#[inline(always)]
-fn step_over_buffers(text: &str) -> Option<&str> {
-    let bytes = text.as_bytes();
+fn step_over_buffers(bytes: &[u8]) -> Option<usize> {
     let mut at = 0;
     for key in [b" sendbuff ", b" recvbuff "] {
         if !has_key(bytes.get(at..)?, key) {
@@ -102,13 +93,13 @@ fn step_over_buffers(text: &str) -> Option<&str> {
         }
         at += key.len();
         let token = bytes.get(at..)?;
-        let len = short_find(token, b' ')?;
-        if token[..len] == *b"count" {
+        let len = short_find2(token, b' ', b'\n')?;
+        if token[len] != b' ' || token[..len] == *b"count" {
             return None;
         }
         at += len;
     }
-    has_key(bytes.get(at..)?, b" count ").then(|| &text[at..])
+    has_key(bytes.get(at..)?, b" count ").then_some(at)
 }
 
 /// The tails of one thread's recent COLL lines: a thread prints the same
@@ -126,10 +117,11 @@ pub struct CollMemo {
 
 const WAYS: usize = 4;
 
-/// Everything after `datatype N`, and what was read from it.
+/// Everything after `datatype N` and the line end (`\n`), and what was read
+/// from it.
 #[derive(Debug, Clone, Default)]
 struct Tail {
-    bytes: Vec<u8>,
+    line_end: Vec<u8>,
     comm: Option<(usize, usize)>,
     nranks: Option<u32>,
     /// Whether `bytes` holds a line's tail at all (an empty tail is one too).
@@ -139,19 +131,27 @@ struct Tail {
 impl CollMemo {
     /// The communicator pointer and rank count a tail gives.
     fn tail<'a>(&mut self, rest: &'a str) -> (Option<&'a str>, Option<u32>) {
-        if let Some(known) = self.tails.iter().find(|t| t.filled && rest.as_bytes() == t.bytes.as_slice()) {
+        let same =
+            |t: &&Tail| t.filled && t.line_end.len() == rest.len() + 1 && t.line_end.starts_with(rest.as_bytes());
+        if let Some(known) = self.tails.iter().find(same) {
             return (known.comm.and_then(|(from, to)| rest.get(from..to)), known.nranks);
         }
         let (comm, nranks) = read_tail(rest);
         let way = &mut self.tails[self.next_tail];
-        way.bytes.clear();
-        way.bytes.extend_from_slice(rest.as_bytes());
+        way.line_end.clear();
+        way.line_end.extend_from_slice(rest.as_bytes());
+        way.line_end.push(b'\n');
         let offset = |c: &str| c.as_ptr() as usize - rest.as_ptr() as usize;
         way.comm = comm.map(|c| (offset(c), offset(c) + c.len()));
         way.nranks = nranks;
         way.filled = true;
         self.next_tail = (self.next_tail + 1) % WAYS;
         (comm, nranks)
+    }
+
+    /// The remembered tail `rest` starts with, line end included.
+    fn known_tail(&self, rest: &[u8]) -> Option<&Tail> {
+        self.tails.iter().find(|t| t.filled && rest.starts_with(&t.line_end))
     }
 }
 
@@ -162,26 +162,78 @@ pub fn collective(message: &str) -> Option<Collective<'_>> {
     read_collective(message, None)
 }
 
-/// [`collective`] for the next line of a thread, with what its last line said.
+/// [`collective`] for the next line of a thread, with what its last lines said.
 pub fn collective_after<'a>(message: &'a str, memo: &mut CollMemo) -> Option<Collective<'a>> {
     read_collective(message, Some(memo))
 }
 
-fn read_collective<'a>(message: &'a str, memo: Option<&mut CollMemo>) -> Option<Collective<'a>> {
-    let colon = short_find(message.as_bytes(), b':')?;
-    let (op, rest) = (&message[..colon], &message[colon..]);
-    if op.is_empty() || short_find(op.as_bytes(), b' ').is_some() || !has_key(rest.as_bytes(), b": opCount ") {
+/// A COLL line at the front of `text`, a read buffer: the line ends at the
+/// first `\n`. Read only when it is in NCCL's own shape and ends in a tail
+/// `memo` holds, so it gives what [`collective_after`] gives for the line: the
+/// fields and the line's length (without its `\n`). `None`: read the line the
+/// usual way.
+pub fn collective_in<'a>(text: &'a str, memo: &CollMemo) -> Option<(Collective<'a>, usize)> {
+    let head = read_head(text, false)?;
+    let rest = text.get(head.tail_at..)?;
+    let tail = memo.known_tail(rest.as_bytes())?;
+    let comm = match tail.comm {
+        Some((from, to)) => Some(rest.get(from..to)?),
+        None => None,
+    };
+    let op = Collective { comm, nranks: tail.nranks, ..head.fields };
+    Some((op, head.tail_at + tail.line_end.len() - 1))
+}
+
+/// The front of a COLL line, through `datatype N`.
+struct Head<'a> {
+    /// The fields read; the communicator and rank count are in the tail.
+    fields: Collective<'a>,
+    /// Where the tail (`op .. root .. comm ..`) starts.
+    tail_at: usize,
+}
+
+/// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7`.
+/// A `\n` ends nothing here: a token running into one is refused, so `text`
+/// may run on past the line. `search`: a line of another shape between the
+/// opCount and the count is searched for ` count ` instead of refused.
+#[inline(always)]
+fn read_head(text: &str, search: bool) -> Option<Head<'_>> {
+    let bytes = text.as_bytes();
+    let colon = short_find(bytes, b':')?;
+    let op = text.get(..colon)?;
+    if op.is_empty() || short_find2(op.as_bytes(), b' ', b'\n').is_some() || !has_key(&bytes[colon..], b": opCount ") {
         return None;
     }
-    let (op_count, after) = hex_token(&rest[b": opCount ".len()..])?;
-    let (count, rest) = number_field(from_count(after)?, b" count ")?;
-    let (datatype, rest) = number_field(rest, b" datatype ")?;
+    let mut at = colon + b": opCount ".len();
+    let (op_count, len) = hex_token(&bytes[at..])?;
+    at += len;
+    at += match step_over_buffers(&bytes[at..]) {
+        Some(count_at) => count_at,
+        None if search => COUNT.find(&bytes[at..])?,
+        None => return None,
+    };
+    let (count, len) = number_field(&bytes[at..], b" count ")?;
+    at += len;
+    // A datatype is one digit nearly always: no arithmetic for it.
+    let (datatype, len) = match bytes.get(at..).and_then(<[u8]>::first_chunk::<12>) {
+        Some([b' ', b'd', b'a', b't', b'a', b't', b'y', b'p', b'e', b' ', digit @ b'0'..=b'9', b' ']) => {
+            (u64::from(digit - b'0'), 11)
+        }
+        _ => number_field(&bytes[at..], b" datatype ")?,
+    };
     let datatype = u32::try_from(datatype).ok()?;
+    let fields = Collective { op, op_count, count, datatype, comm: None, nranks: None };
+    Some(Head { fields, tail_at: at + len })
+}
+
+fn read_collective<'a>(message: &'a str, memo: Option<&mut CollMemo>) -> Option<Collective<'a>> {
+    let head = read_head(message, true)?;
+    let rest = message.get(head.tail_at..)?;
     let (comm, nranks) = match memo {
         Some(memo) => memo.tail(rest),
         None => read_tail(rest),
     };
-    Some(Collective { op, op_count, count, datatype, comm, nranks })
+    Some(Collective { comm, nranks, ..head.fields })
 }
 
 /// ` op N root N comm X [nranks=N] stream X`, any of it missing: the
@@ -212,15 +264,15 @@ mod tests {
     fn long_numbers_are_refused_not_overflowed() {
         let nineteen = "9".repeat(19);
         let text = format!(" count {nineteen} datatype 7");
-        let (value, rest) = number_field(&text, b" count ").unwrap();
-        assert_eq!((value, rest), (9_999_999_999_999_999_999, " datatype 7"));
-        assert_eq!(number_field(&format!(" count {nineteen}9"), b" count "), None);
-        assert_eq!(number_field(" count 12x", b" count "), None);
-        assert_eq!(number_field(" count ", b" count "), None);
-        assert_eq!(hex_token("ffffffffffffffff rest"), Some((u64::MAX, " rest")));
-        assert_eq!(hex_token("1ffffffffffffffff"), None);
-        assert_eq!(hex_token("12g"), None);
-        assert_eq!(hex_token(" x"), None);
+        let (value, len) = number_field(text.as_bytes(), b" count ").unwrap();
+        assert_eq!((value, &text[len..]), (9_999_999_999_999_999_999, " datatype 7"));
+        assert_eq!(number_field(format!(" count {nineteen}9").as_bytes(), b" count "), None);
+        assert_eq!(number_field(b" count 12x", b" count "), None);
+        assert_eq!(number_field(b" count ", b" count "), None);
+        assert_eq!(hex_token(b"ffffffffffffffff rest"), Some((u64::MAX, 16)));
+        assert_eq!(hex_token(b"1ffffffffffffffff"), None);
+        assert_eq!(hex_token(b"12g"), None);
+        assert_eq!(hex_token(b" x"), None);
         let line = format!(
             "AllReduce: opCount 1 sendbuff 0x1 recvbuff 0x2 count {nineteen}9 datatype 7 op 0 root 0 comm 0x3 [nranks=2] stream 0x4"
         );

@@ -36,7 +36,10 @@ pub fn read_lines(path: &Path, parser: &mut LogParser) -> Result<(), LogError> {
 
 /// Splits the stream into lines with `memchr`, handing each to the parser
 /// without its line ending (`\n`, `\r\n`). A line over [`MAX_LINE_BYTES`] is cut.
-/// Bytes that are not UTF-8 are replaced, never fatal.
+/// Bytes that are not UTF-8 are replaced, never fatal. The parser first gets
+/// to read a known kind of COLL line straight from the buffer
+/// ([`LogParser::known_coll_line`]), which spares those lines (most of a long
+/// log) the search for their end.
 pub fn feed(mut reader: impl BufRead, parser: &mut LogParser) -> std::io::Result<()> {
     let mut pending: Vec<u8> = Vec::new();
     let mut overlong = false;
@@ -51,32 +54,49 @@ pub fn feed(mut reader: impl BufRead, parser: &mut LogParser) -> std::io::Result
             break;
         }
         let mut start = 0;
-        // Validate UTF-8 once for the chunk; lines inside the valid part are then
-        // sliced as text without checking each again (a `\n` is always a
+        if !pending.is_empty() || overlong {
+            // The line the last chunk ended in.
+            match memchr::memchr(b'\n', chunk) {
+                Some(end) => {
+                    number += 1;
+                    append_capped(&mut pending, &chunk[..end], &mut overlong);
+                    emit(&pending, number, parser);
+                    pending.clear();
+                    overlong = false;
+                    start = end + 1;
+                }
+                None => {
+                    append_capped(&mut pending, chunk, &mut overlong);
+                    start = chunk.len();
+                }
+            }
+        }
+        // Checked for UTF-8 once for the chunk; lines inside the valid part are
+        // then sliced as text without checking each again (a `\n` is always a
         // character boundary).
         let valid_text = match std::str::from_utf8(chunk) {
             Ok(text) => text,
             Err(e) => std::str::from_utf8(&chunk[..e.valid_up_to()]).unwrap_or_default(),
         };
-        for end in memchr::memchr_iter(b'\n', chunk) {
-            number += 1;
-            let piece = &chunk[start..end];
-            if pending.is_empty() && !overlong {
-                let piece = &piece[..piece.len().min(MAX_LINE_BYTES)];
-                match valid_text.get(start..start + piece.len()) {
-                    Some(text) if end <= valid_text.len() => emit_text(text, number, parser),
-                    _ => emit(piece, number, parser),
-                }
-            } else {
-                append_capped(&mut pending, piece, &mut overlong);
-                emit(&pending, number, parser);
-                pending.clear();
-                overlong = false;
+        while start < chunk.len() {
+            if let Some(text) = valid_text.get(start..)
+                && let Some(len) = parser.known_coll_line(text, number + 1)
+            {
+                number += 1;
+                start += len + 1;
+                continue;
             }
-            start = end + 1;
+            let rest = &chunk[start..];
+            let Some(end) = memchr::memchr(b'\n', rest) else { break };
+            number += 1;
+            let line = &rest[..end.min(MAX_LINE_BYTES)];
+            match valid_text.get(start..start + line.len()) {
+                Some(text) => emit_text(text, number, parser),
+                None => emit(line, number, parser),
+            }
+            start += end + 1;
         }
-        let rest = &chunk[start..];
-        append_capped(&mut pending, rest, &mut overlong);
+        append_capped(&mut pending, &chunk[start.min(chunk.len())..], &mut overlong);
         let consumed = chunk.len();
         reader.consume(consumed);
     }
@@ -123,6 +143,47 @@ mod tests {
         assert_eq!(report.nccl_versions, ["2.20.5+cuda12.4"]);
         assert_eq!(report.network.used, ["IB"], "the last line has no newline");
         assert_eq!((report.lines, report.unparsed_lines), (3, 1));
+    }
+
+    /// COLL lines read straight from the buffer give the report that reading
+    /// them one by one gives, whatever the read size (lines cut at every
+    /// place), with CRLF endings, a byte that is not UTF-8, a cut-off last line,
+    /// and threads taking turns between more communicators than a thread's
+    /// memo keeps.
+    #[test]
+    fn coll_lines_read_from_the_buffer_change_nothing() {
+        let real = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/nccl-logs/001-nccl2277-1node-2gpu-a100-nvlink-graph-alloc-full.log"
+        ))
+        .unwrap();
+        let mut log = real.clone();
+        for i in 0..60u32 {
+            let comm = [0, 1, 2, 3, 4, 0, 0, 5, 1][i as usize % 9];
+            let end = if i % 7 == 3 { "\r\n" } else { "\n" };
+            log.extend(format!(
+                "mew0:64904:64904 [0] NCCL INFO AllReduce: opCount {i:x} sendbuff 0x{comm}00 recvbuff 0x7 count {} datatype {} op 0 root 0 comm 0xc{comm} [nranks=2] stream 0x{comm}{end}",
+                i * 977,
+                i % 12
+            ).bytes());
+            if i == 40 {
+                log.extend(b"mew0:64904:64904 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x\xff recvbuff 0x7 count 5 datatype 7 op 0 root 0 comm 0xc0 [nranks=2] stream 0x0\n");
+            }
+        }
+        log.extend(b"mew0:64904:64904 [0] NCCL INFO AllReduce: opCount 2 sendbuff 0x1 recvbuff 0x7 count 5 datatype 7 op 0 root 0 comm 0xc0 [nranks=2] stream 0x0");
+        let one_by_one = {
+            let mut parser = LogParser::new();
+            for (i, line) in log.split(|b| *b == b'\n').enumerate() {
+                emit(line, i as u64 + 1, &mut parser);
+            }
+            parser.finish()
+        };
+        assert!(one_by_one.collectives.values().map(|c| c.calls).sum::<u64>() > 1000);
+        for capacity in [1 << 20, 4096, 333, 64] {
+            let mut parser = LogParser::new();
+            feed(BufReader::with_capacity(capacity, std::io::Cursor::new(&log)), &mut parser).unwrap();
+            assert_eq!(parser.finish(), one_by_one, "read {capacity} bytes at a time");
+        }
     }
 
     #[test]

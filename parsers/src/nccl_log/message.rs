@@ -2,7 +2,7 @@
 //! NCCL version, so one parser reads logs from 2.3 to 2.30 (format strings:
 //! `shared/research/nccl-log-format.md`).
 
-pub use super::coll_line::{CollMemo, collective, collective_after};
+pub use super::coll_line::{CollMemo, collective, collective_after, collective_in};
 
 /// A fact read from one message.
 #[derive(Debug, Clone, PartialEq)]

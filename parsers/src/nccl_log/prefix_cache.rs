@@ -46,8 +46,7 @@ fn slot(line: &[u8]) -> Option<usize> {
 
 impl PrefixCache {
     /// The remembered prefix `line` starts with, if any.
-    pub fn get_mut(&mut self, line: &str) -> Option<&mut Known> {
-        let bytes = line.as_bytes();
+    pub fn get_mut(&mut self, bytes: &[u8]) -> Option<&mut Known> {
         let first = slot(bytes)?;
         let way = [first, first + 1].into_iter().find(|i| {
             self.slots.get(*i).and_then(Option::as_ref).is_some_and(|known| starts_with(bytes, &known.prefix))
@@ -75,14 +74,14 @@ impl PrefixCache {
     }
 }
 
-/// `bytes.starts_with(prefix)`, eight bytes at a time: prefixes are a few
-/// dozen bytes, too short to repay a `memcmp` call.
+/// `bytes.starts_with(prefix)`, eight bytes at a time, the last word
+/// overlapping the one before: prefixes are a few dozen bytes, too short to
+/// repay a `memcmp` call.
 fn starts_with(bytes: &[u8], prefix: &[u8]) -> bool {
-    if bytes.len() < prefix.len() {
-        return false;
-    }
-    let (head, tail) = prefix.split_at(prefix.len() - prefix.len() % 8);
-    head.chunks_exact(8).zip(bytes.chunks_exact(8)).all(|(a, b)| a == b) && tail == &bytes[head.len()..prefix.len()]
+    let Some(head) = bytes.get(..prefix.len()) else { return false };
+    let word = |s: &[u8], at: usize| s.get(at..).and_then(<[u8]>::first_chunk::<8>).map(|w| u64::from_le_bytes(*w));
+    let Some(last) = prefix.len().checked_sub(8) else { return head == prefix };
+    word(head, last) == word(prefix, last) && (0..last).step_by(8).all(|at| word(head, at) == word(prefix, at))
 }
 
 #[cfg(test)]
@@ -107,12 +106,23 @@ mod tests {
         let line = "gpu34:34088:34105 [0] NCCL INFO AllReduce: opCount 1";
         let message = &line[32..];
         cache.insert(line, message, Some(&line[..5]), known());
-        let hit = cache.get_mut("gpu34:34088:34105 [0] NCCL INFO Broadcast: opCount 2").unwrap();
+        let hit = cache.get_mut(b"gpu34:34088:34105 [0] NCCL INFO Broadcast: opCount 2").unwrap();
         assert_eq!((hit.prefix.len(), hit.host), (32, Some((0, 5))));
         // Same first 16 bytes, another thread: not this prefix.
-        assert!(cache.get_mut("gpu34:34088:34106 [0] NCCL INFO AllReduce: opCount 1").is_none());
-        assert!(cache.get_mut("short").is_none());
+        assert!(cache.get_mut(b"gpu34:34088:34106 [0] NCCL INFO AllReduce: opCount 1").is_none());
+        assert!(cache.get_mut(b"short").is_none());
         assert!(starts_with(b"abcdefghijk", b"abcdefghij") && !starts_with(b"abcdefghiX", b"abcdefghij"));
         assert!(!starts_with(b"abc", b"abcd"));
+        for len in 0..40 {
+            let prefix: Vec<u8> = (0..len as u8).collect();
+            let mut line = prefix.clone();
+            line.extend_from_slice(b" NCCL INFO");
+            assert!(starts_with(&line, &prefix));
+            for at in 0..len {
+                let mut other = line.clone();
+                other[at] ^= 1;
+                assert!(!starts_with(&other, &prefix), "len {len} at {at}");
+            }
+        }
     }
 }

@@ -172,6 +172,38 @@ impl LogParser {
         self.input_name = name.to_string();
     }
 
+    /// Reads the line at the front of `text` (a read buffer, lines and all)
+    /// if it is a COLL line of a thread already seen whose tail repeats one of
+    /// that thread's: most of a long log. Returns the line's length without its
+    /// `\n`, or `None`: nothing was read, hand the line to [`LogParser::line`].
+    /// What it reads is what `line` would.
+    pub fn known_coll_line(&mut self, text: &str, number: u64) -> Option<usize> {
+        let known = self.prefixes.get_mut(text.as_bytes())?;
+        let prefix_len = known.prefix.len();
+        let message = text.get(prefix_len..)?;
+        if !message.as_bytes().first().is_some_and(u8::is_ascii_uppercase) {
+            return None;
+        }
+        let (op, len) = message::collective_in(message, &known.memo)?;
+        let (host, pid, tid, cuda_dev, host_slot) = (known.host, known.pid, known.tid, known.cuda_dev, known.host_slot);
+        let host = host.and_then(|(from, to)| text.get(from..to));
+        self.lines += 1;
+        self.line_number = number;
+        let line =
+            LogLine { level: Level::Info, host, pid, tid, cuda_dev, source: None, message: "", interrupted: false };
+        self.count_known_collective(&line, host_slot, op);
+        Some(prefix_len + len)
+    }
+
+    /// A COLL line of a thread whose prefix is remembered: the pid was noted
+    /// when the prefix was first seen.
+    fn count_known_collective(&mut self, line: &LogLine, host_slot: usize, op: message::Collective) {
+        self.nccl_lines += 1;
+        self.line_host = host_slot;
+        self.line_state().lines += 1;
+        self.collective(line, op);
+    }
+
     /// Reads one line (without its line ending); `number` is its 1-based line
     /// number in the current input.
     pub fn line(&mut self, text: &str, number: u64) {
@@ -180,7 +212,7 @@ impl LogParser {
         // Most of a long log is COLL lines in NCCL's plain prefix: read those
         // without the general splitter's full-line scan. (A line with another
         // process's prefix glued in fails the COLL shape and takes the general path.)
-        if let Some(known) = self.prefixes.get_mut(text) {
+        if let Some(known) = self.prefixes.get_mut(text.as_bytes()) {
             let (prefix_len, host, pid, tid, cuda_dev, host_slot) =
                 (known.prefix.len(), known.host, known.pid, known.tid, known.cuda_dev, known.host_slot);
             let message = &text[prefix_len..];
@@ -190,11 +222,7 @@ impl LogParser {
                 let host = host.and_then(|(from, to)| text.get(from..to));
                 let line =
                     LogLine { level: Level::Info, host, pid, tid, cuda_dev, source: None, message, interrupted: false };
-                self.nccl_lines += 1;
-                // The pid was recorded when the prefix was first seen.
-                self.line_host = host_slot;
-                self.line_state().lines += 1;
-                self.collective(&line, op);
+                self.count_known_collective(&line, host_slot, op);
                 return;
             }
         }
