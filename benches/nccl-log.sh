@@ -6,23 +6,27 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log="${1:-/tmp/topo-bench-nccl.log}"
-[ -f "$log" ] || python3 benches/make-big-log.py "$log" "${SIZE_GIB:-1.0}"
+# (Re)made when missing or older than its generator.
+if [ ! -f "$log" ] || [ benches/make-big-log.py -nt "$log" ]; then
+  python3 benches/make-big-log.py "$log" "${SIZE_GIB:-1.0}"
+fi
 cargo build --release --quiet
 bytes=$(stat -c %s "$log")
 cat "$log" > /dev/null  # warm the page cache for both tools
-# The fastest of five runs of each, taken in turn: this VM's timings swing by 20 %.
-time_of() {
-  local best="" start end took
-  for _ in 1 2 3 4 5; do
-    start=$(date +%s.%N); "$@" > /dev/null; end=$(date +%s.%N)
-    took=$(echo "$end - $start" | bc)
-    if [ -z "$best" ] || [ "$(echo "$took < $best" | bc)" = 1 ]; then best=$took; fi
-  done
-  echo "$best"
+# The fastest of seven runs of each, the three tools taken in turn each round:
+# this VM's timings swing by 20 %, and in turn no tool gets the quiet moments.
+seconds() {
+  local start end
+  start=$(date +%s.%N); "$@" > /dev/null; end=$(date +%s.%N)
+  echo "$end - $start" | bc
 }
-grep_s=$(time_of sh -c "grep -c \"NCCL INFO\" \"$log\" > /tmp/topo-bench-grep.out")
-topo_s=$(time_of target/release/topo nccl "$log" --format json)
-diagnose_s=$(time_of target/release/topo diagnose --log-only "$log" --format json)
+min() { if [ -z "$1" ] || [ "$(echo "$2 < $1" | bc)" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+grep_s="" topo_s="" diagnose_s=""
+for _ in 1 2 3 4 5 6 7; do
+  grep_s=$(min "$grep_s" "$(seconds sh -c "grep -c \"NCCL INFO\" \"$log\" > /tmp/topo-bench-grep.out")")
+  topo_s=$(min "$topo_s" "$(seconds target/release/topo nccl "$log" --format json)")
+  diagnose_s=$(min "$diagnose_s" "$(seconds target/release/topo diagnose --log-only "$log" --format json)")
+done
 rss_kb=$( { /usr/bin/time -f "%M" target/release/topo nccl "$log" --format json > /dev/null; } 2>&1 | tail -1)
 python3 - "$bytes" "$grep_s" "$topo_s" "$rss_kb" "$diagnose_s" <<'PY'
 import sys

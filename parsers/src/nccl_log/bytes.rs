@@ -30,6 +30,7 @@ pub(crate) fn short_find(bytes: &[u8], byte: u8) -> Option<usize> {
 }
 
 /// The index of the first `a` or `b` in `bytes` ([`short_find`] for two bytes).
+#[inline(always)]
 pub(crate) fn short_find2(bytes: &[u8], a: u8, b: u8) -> Option<usize> {
     let (pattern_a, pattern_b) = (ONES * u64::from(a), ONES * u64::from(b));
     let flags = |word: u64, pattern: u64| {

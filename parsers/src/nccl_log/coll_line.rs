@@ -124,7 +124,7 @@ struct Tail {
     line_end: Vec<u8>,
     comm: Option<(usize, usize)>,
     nranks: Option<u32>,
-    /// Whether `bytes` holds a line's tail at all (an empty tail is one too).
+    /// Whether `line_end` holds a line's tail at all (an empty tail is one too).
     filled: bool,
 }
 
@@ -172,8 +172,11 @@ pub fn collective_after<'a>(message: &'a str, memo: &mut CollMemo) -> Option<Col
 /// `memo` holds, so it gives what [`collective_after`] gives for the line: the
 /// fields and the line's length (without its `\n`). `None`: read the line the
 /// usual way.
+// Inlined: returned through memory, the fields are written as words and read
+// back as wider vector loads, which stalls store forwarding on every line.
+#[inline(always)]
 pub fn collective_in<'a>(text: &'a str, memo: &CollMemo) -> Option<(Collective<'a>, usize)> {
-    let head = read_head(text, false)?;
+    let head = read_head(text, Reading::Buffer)?;
     let rest = text.get(head.tail_at..)?;
     let tail = memo.known_tail(rest.as_bytes())?;
     let comm = match tail.comm {
@@ -192,14 +195,30 @@ struct Head<'a> {
     tail_at: usize,
 }
 
+/// What [`read_head`] is given.
+#[derive(Clone, Copy, PartialEq)]
+enum Reading {
+    /// One whole line: anything between the opCount and ` count ` is searched.
+    Line,
+    /// A read buffer, the line at its front: only NCCL's own shape is read, and
+    /// no search may run far past the line.
+    Buffer,
+}
+
+/// The longest name before `: opCount` looked for in a buffer (NCCL's are
+/// under 16 bytes); a longer one is left to the line reader.
+const MAX_NAME_IN_BUFFER: usize = 64;
+
 /// `AllReduce: opCount 139d sendbuff 0x.. recvbuff 0x.. count 7382228 datatype 7`.
 /// A `\n` ends nothing here: a token running into one is refused, so `text`
-/// may run on past the line. `search`: a line of another shape between the
-/// opCount and the count is searched for ` count ` instead of refused.
+/// may run on past the line.
 #[inline(always)]
-fn read_head(text: &str, search: bool) -> Option<Head<'_>> {
+fn read_head(text: &str, reading: Reading) -> Option<Head<'_>> {
     let bytes = text.as_bytes();
-    let colon = short_find(bytes, b':')?;
+    let colon = match reading {
+        Reading::Line => short_find(bytes, b':')?,
+        Reading::Buffer => short_find(&bytes[..bytes.len().min(MAX_NAME_IN_BUFFER)], b':')?,
+    };
     let op = text.get(..colon)?;
     if op.is_empty() || short_find2(op.as_bytes(), b' ', b'\n').is_some() || !has_key(&bytes[colon..], b": opCount ") {
         return None;
@@ -209,7 +228,7 @@ fn read_head(text: &str, search: bool) -> Option<Head<'_>> {
     at += len;
     at += match step_over_buffers(&bytes[at..]) {
         Some(count_at) => count_at,
-        None if search => COUNT.find(&bytes[at..])?,
+        None if reading == Reading::Line => COUNT.find(&bytes[at..])?,
         None => return None,
     };
     let (count, len) = number_field(&bytes[at..], b" count ")?;
@@ -227,7 +246,7 @@ fn read_head(text: &str, search: bool) -> Option<Head<'_>> {
 }
 
 fn read_collective<'a>(message: &'a str, memo: Option<&mut CollMemo>) -> Option<Collective<'a>> {
-    let head = read_head(message, true)?;
+    let head = read_head(message, Reading::Line)?;
     let rest = message.get(head.tail_at..)?;
     let (comm, nranks) = match memo {
         Some(memo) => memo.tail(rest),

@@ -25,7 +25,9 @@ const SLOTS: usize = 256;
 
 #[derive(Debug)]
 pub struct PrefixCache {
-    slots: Vec<Option<Known>>,
+    /// Boxed: the table stays a few KiB, so the slots of the threads in use
+    /// stay in the L1 cache while the log streams through it.
+    slots: Vec<Option<Box<Known>>>,
 }
 
 impl Default for PrefixCache {
@@ -49,9 +51,9 @@ impl PrefixCache {
     pub fn get_mut(&mut self, bytes: &[u8]) -> Option<&mut Known> {
         let first = slot(bytes)?;
         let way = [first, first + 1].into_iter().find(|i| {
-            self.slots.get(*i).and_then(Option::as_ref).is_some_and(|known| starts_with(bytes, &known.prefix))
+            self.slots.get(*i).and_then(Option::as_deref).is_some_and(|known| starts_with(bytes, &known.prefix))
         })?;
-        self.slots.get_mut(way)?.as_mut()
+        self.slots.get_mut(way)?.as_deref_mut()
     }
 
     /// Remembers the prefix of `line` (everything before `message`, which must
@@ -69,7 +71,7 @@ impl PrefixCache {
         // prefix that has held it longest.
         let way = if self.slots.get(index).is_some_and(Option::is_none) { index } else { index + 1 };
         if let Some(entry) = self.slots.get_mut(way) {
-            *entry = Some(Known { prefix, host, ..known });
+            *entry = Some(Box::new(Known { prefix, host, ..known }));
         }
     }
 }

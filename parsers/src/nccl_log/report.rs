@@ -185,6 +185,10 @@ impl LogParser {
             return None;
         }
         let (op, len) = message::collective_in(message, &known.memo)?;
+        if prefix_len + len > super::input::MAX_LINE_BYTES {
+            // The line reader cuts such a line; let it.
+            return None;
+        }
         let (host, pid, tid, cuda_dev, host_slot) = (known.host, known.pid, known.tid, known.cuda_dev, known.host_slot);
         let host = host.and_then(|(from, to)| text.get(from..to));
         self.lines += 1;
