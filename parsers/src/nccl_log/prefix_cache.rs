@@ -15,7 +15,7 @@ pub struct Known {
     pub tid: Option<u64>,
     pub cuda_dev: Option<u32>,
     pub host_slot: usize,
-    /// What this thread's last COLL line said, to read its next one faster.
+    /// The tails of this thread's recent COLL lines, to read its next ones faster.
     pub memo: CollMemo,
 }
 

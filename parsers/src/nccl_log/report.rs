@@ -193,6 +193,7 @@ impl LogParser {
         let host = host.and_then(|(from, to)| text.get(from..to));
         self.lines += 1;
         self.line_number = number;
+        // Counting a COLL line reads the prefix's fields, never the message.
         let line =
             LogLine { level: Level::Info, host, pid, tid, cuda_dev, source: None, message: "", interrupted: false };
         self.count_known_collective(&line, host_slot, op);
