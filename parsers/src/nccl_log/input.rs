@@ -186,6 +186,39 @@ mod tests {
         }
     }
 
+    /// A launcher's tag before every line (`mpirun --tag-output`) changes
+    /// nothing the COLL lines say, now that tagged prefixes are remembered too;
+    /// and a timestamp that changes on every line (which stops the remembering)
+    /// changes nothing either.
+    #[test]
+    fn tagged_and_timestamped_coll_lines_read_like_plain_ones() {
+        let plain = std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/nccl-logs/001-nccl2277-1node-2gpu-a100-nvlink-graph-alloc-full.log"
+        ))
+        .unwrap();
+        let read = |log: &[u8]| {
+            let mut parser = LogParser::new();
+            feed(std::io::Cursor::new(log), &mut parser).unwrap();
+            parser.finish()
+        };
+        let expected = read(&plain);
+        assert!(expected.collectives.values().map(|c| c.calls).sum::<u64>() > 900);
+        let mpirun = |_: usize| "[1,0]<stdout>: ".to_string();
+        let timestamp = |n: usize| format!("[2026-11-22 12:00:{:02}.{n:06}] ", n % 60);
+        for tag in [&mpirun as &dyn Fn(usize) -> String, &timestamp] {
+            let mut log = Vec::new();
+            for (n, line) in plain.split_inclusive(|b| *b == b'\n').enumerate() {
+                log.extend(tag(n).bytes());
+                log.extend(line);
+            }
+            let report = read(&log);
+            assert_eq!(report.collectives, expected.collectives, "{}", tag(0));
+            assert_eq!(report.progress, expected.progress, "{}", tag(0));
+            assert_eq!(report.communicators, expected.communicators, "{}", tag(0));
+        }
+    }
+
     #[test]
     fn a_line_longer_than_the_cap_is_cut_not_kept() {
         let mut log = b"h:1:2 [0] NCCL INFO Using network ".to_vec();

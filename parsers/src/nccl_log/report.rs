@@ -149,6 +149,9 @@ pub struct LogParser {
     first_lines: BTreeMap<String, LineRef>,
     timeouts: Vec<CollectiveTimeout>,
     prefixes: PrefixCache,
+    /// Prefixes remembered from lines with a launcher's tag
+    /// ([`LogParser::tagged_prefixes_pay`]).
+    tagged_prefixes: u64,
     /// The 1-based number of the line being read, for `first_lines`.
     line_number: u64,
     init_complete: u64,
@@ -242,16 +245,7 @@ impl LogParser {
             if !state.pids.contains(&line.pid) && state.pids.len() < MAX_PROGRESS {
                 state.pids.insert(line.pid);
             }
-            let known = Known {
-                prefix: Box::default(),
-                host: None,
-                pid: line.pid,
-                tid: line.tid,
-                cuda_dev: line.cuda_dev,
-                host_slot: self.line_host,
-                memo: Default::default(),
-            };
-            self.prefixes.insert(text, line.message, line.host, known);
+            self.remember_prefix(text, &line);
             self.collective(&line, op);
             return;
         }
@@ -287,7 +281,20 @@ impl LogParser {
                 if line.level == Level::Bare {
                     self.nccl_lines += 1;
                 }
+                let coll_line = matches!(event, Event::Collective(_));
                 self.event(&line, event);
+                // A launcher's tag (`srun -l`, `--tag-output`, Ray) before NCCL's
+                // prefix: the next COLL lines of this thread take the fast path too.
+                if coll_line
+                    && line.level == Level::Info
+                    && line.host.is_some()
+                    && line.source.is_none()
+                    && !line.interrupted
+                    && ends_text(line.message, text)
+                    && self.tagged_prefixes_pay()
+                {
+                    self.remember_prefix(text, &line);
+                }
             }
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
             None if line.level == Level::Info => {
@@ -295,6 +302,45 @@ impl LogParser {
             }
             None => {}
         }
+    }
+
+    /// Whether prefixes with a launcher's tag are still worth remembering: not
+    /// when they keep changing (a timestamp in front), which would evict the
+    /// others and allocate on every line. Judged once 256 were remembered, by
+    /// the NCCL lines read per prefix; once judged not to pay, never again, and
+    /// the cache they churned is emptied (the plain prefixes come back on their
+    /// next lines).
+    fn tagged_prefixes_pay(&mut self) -> bool {
+        const GAVE_UP: u64 = u64::MAX;
+        if self.tagged_prefixes == GAVE_UP {
+            return false;
+        }
+        if self.tagged_prefixes >= 256 && self.nccl_lines < self.tagged_prefixes.saturating_mul(16) {
+            self.tagged_prefixes = GAVE_UP;
+            self.prefixes = PrefixCache::default();
+            return false;
+        }
+        self.tagged_prefixes += 1;
+        true
+    }
+
+    /// Remembers the prefix of a COLL line (everything before its message,
+    /// which must end the text) with what it said; the line's host is the
+    /// current one.
+    fn remember_prefix(&mut self, text: &str, line: &LogLine) {
+        if line.pid.is_none() {
+            return;
+        }
+        let known = Known {
+            prefix: Box::default(),
+            host: None,
+            pid: line.pid,
+            tid: line.tid,
+            cuda_dev: line.cuda_dev,
+            host_slot: self.line_host,
+            memo: Default::default(),
+        };
+        self.prefixes.insert(text, line.message, line.host, known);
     }
 
     /// The index of a host's state, created on first sight (bounded in number;
@@ -1034,6 +1080,12 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
     if list.len() < MAX_SMALL_TABLE && !list.iter().any(|i| i == item) {
         list.push(item.to_string());
     }
+}
+
+/// Whether `part`, a slice of `text`, runs to its end (nothing was trimmed
+/// after it): a comparison of addresses, not of bytes.
+fn ends_text(part: &str, text: &str) -> bool {
+    part.as_ptr() as usize + part.len() == text.as_ptr() as usize + text.len()
 }
 
 /// Bytes per element of an `ncclDataType_t`.
