@@ -11,22 +11,8 @@ const HIGHS: u64 = 0x8080_8080_8080_8080;
 /// The index of the first `byte` in `bytes`.
 #[inline(always)]
 pub(crate) fn short_find(bytes: &[u8], byte: u8) -> Option<usize> {
-    let pattern = ONES * u64::from(byte);
-    let mut chunks = bytes.chunks_exact(8);
-    let mut offset = 0;
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word) ^ pattern;
-        // A zero byte in `word` is a match. The lowest flagged byte is exact:
-        // a false flag needs a borrow, and borrows only carry upwards.
-        let flags = word.wrapping_sub(ONES) & !word & HIGHS;
-        if flags != 0 {
-            return Some(offset + (flags.trailing_zeros() / 8) as usize);
-        }
-        offset += 8;
-    }
-    chunks.remainder().iter().position(|b| *b == byte).map(|i| offset + i)
+    // The same byte twice: the compiler folds the two searches into one.
+    short_find2(bytes, byte, byte)
 }
 
 /// The index of the first `a` or `b` in `bytes` ([`short_find`] for two bytes).
@@ -43,8 +29,9 @@ pub(crate) fn short_find2(bytes: &[u8], a: u8, b: u8) -> Option<usize> {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
         let word = u64::from_le_bytes(word);
-        // Each side's lowest flag is exact and a false flag only sits above a
-        // true one, so the lowest of both is exact too.
+        // A zero byte after the XOR is a match. Each side's lowest flag is
+        // exact (a false flag needs a borrow, and borrows only carry upwards),
+        // so the lowest of both is exact too.
         let found = flags(word, pattern_a) | flags(word, pattern_b);
         if found != 0 {
             return Some(offset + (found.trailing_zeros() / 8) as usize);

@@ -124,15 +124,12 @@ struct Tail {
     line_end: Vec<u8>,
     comm: Option<(usize, usize)>,
     nranks: Option<u32>,
-    /// Whether `line_end` holds a line's tail at all (an empty tail is one too).
-    filled: bool,
 }
 
 impl CollMemo {
     /// The communicator pointer and rank count a tail gives.
     fn tail<'a>(&mut self, rest: &'a str) -> (Option<&'a str>, Option<u32>) {
-        let same =
-            |t: &&Tail| t.filled && t.line_end.len() == rest.len() + 1 && t.line_end.starts_with(rest.as_bytes());
+        let same = |t: &&Tail| t.line_end.len() == rest.len() + 1 && t.line_end.starts_with(rest.as_bytes());
         if let Some(known) = self.tails.iter().find(same) {
             return (known.comm.and_then(|(from, to)| rest.get(from..to)), known.nranks);
         }
@@ -144,14 +141,14 @@ impl CollMemo {
         let offset = |c: &str| c.as_ptr() as usize - rest.as_ptr() as usize;
         way.comm = comm.map(|c| (offset(c), offset(c) + c.len()));
         way.nranks = nranks;
-        way.filled = true;
         self.next_tail = (self.next_tail + 1) % WAYS;
         (comm, nranks)
     }
 
     /// The remembered tail `rest` starts with, line end included.
     fn known_tail(&self, rest: &[u8]) -> Option<&Tail> {
-        self.tails.iter().find(|t| t.filled && rest.starts_with(&t.line_end))
+        // A way never filled is empty; a filled one holds at least the `\n`.
+        self.tails.iter().find(|t| !t.line_end.is_empty() && rest.starts_with(&t.line_end))
     }
 }
 
