@@ -38,6 +38,13 @@ pub struct Finding {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actual: Option<String>,
     pub fix: String,
+    /// The hosts the finding applies to, as the evidence names them (empty:
+    /// not known, or the whole input).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// The ranks it applies to (empty: not known, or every rank).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<u32>,
 }
 
 /// One fact a finding rests on: a log line (`file:line`) or a fact of the
@@ -76,6 +83,17 @@ impl Finding {
             expected: None,
             actual: None,
             fix: fix.into(),
+            hosts: Vec::new(),
+            ranks: Vec::new(),
         }
+    }
+
+    /// Names the hosts and ranks the finding applies to (sorted, each once).
+    pub fn on(mut self, hosts: impl IntoIterator<Item = String>, ranks: impl IntoIterator<Item = u32>) -> Finding {
+        let hosts: std::collections::BTreeSet<String> = hosts.into_iter().filter(|h| !h.is_empty()).collect();
+        let ranks: std::collections::BTreeSet<u32> = ranks.into_iter().collect();
+        self.hosts = hosts.into_iter().collect();
+        self.ranks = ranks.into_iter().collect();
+        self
     }
 }
