@@ -128,11 +128,12 @@ pub fn nccl_report(inputs: &[std::path::PathBuf]) -> topo_model::nccl::NcclRepor
     let mut parser = LogParser::new();
     let mut summaries = Vec::new();
     for path in expand(inputs) {
-        let before = parser.lines_read();
+        let (before, nccl_before) = (parser.lines_read(), parser.nccl_lines_read());
         let error = read_lines(&path, &mut parser).err().map(|e| e.to_string());
         summaries.push(topo_model::nccl::InputSummary {
             name: path.display().to_string(),
             lines: parser.lines_read() - before,
+            nccl_lines: parser.nccl_lines_read() - nccl_before,
             error,
         });
     }

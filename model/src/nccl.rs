@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bus_id::BusId;
 
-pub const NCCL_REPORT_SCHEMA_VERSION: u32 = 1;
+pub const NCCL_REPORT_SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NcclReport {
@@ -31,6 +31,19 @@ pub struct NcclReport {
     pub warnings: Vec<Warning>,
     /// All WARN lines, including repeats not listed in `warnings`.
     pub warning_count: u64,
+    /// INFO lines that NCCL's message table lists as a degraded or failed
+    /// choice (`Could not find a path for pattern ...`), one per distinct text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notices: Vec<Warning>,
+    /// Lines of the framework around NCCL (PyTorch, DeepSpeed, Horovod, Ray)
+    /// that carry NCCL's error words, and the `Last error:` text they repeat.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub framework_errors: Vec<Warning>,
+    /// Paths NCCL's topology dump printed (`GPU/0-4e000 :GPU/0-4f000
+    /// (1/240.0/NVL) ...`, NCCL_DEBUG_SUBSYS=GRAPH): per host, between GPUs
+    /// and from GPUs to NICs, in NCCL's path types.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logged_paths: Vec<LoggedPath>,
     /// `file:line -> N` error-propagation lines: the ncclResult_t codes seen.
     pub error_codes: Vec<ErrorTrace>,
     /// Per collective, from `NCCL_DEBUG_SUBSYS=COLL` lines.
@@ -95,10 +108,34 @@ pub struct LineRef {
     pub text: String,
 }
 
+/// One path of NCCL's own topology dump: how NCCL saw the hardware when no
+/// topology file is at hand.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoggedPath {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// `GPU/0-4e000` as printed.
+    pub from: String,
+    pub to: String,
+    /// The bus IDs when both ends are GPUs (or a GPU and a NIC with a bus ID).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_bus: Option<BusId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_bus: Option<BusId>,
+    /// NCCL's path type (`NVL`, `PIX`, `PXB`, `PHB`, `SYS`, `NET`, ...).
+    pub path_type: String,
+    /// NCCL's bandwidth for the path, GB/s.
+    pub bw: f64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InputSummary {
     pub name: String,
     pub lines: u64,
+    /// Lines that were NCCL output (prefixed or bare NCCL messages, framework
+    /// errors carrying NCCL's words): zero means the wrong file.
+    #[serde(default)]
+    pub nccl_lines: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -309,6 +346,10 @@ pub struct Network {
     pub bootstrap: Vec<String>,
     /// `NET/IB : No device found.` was printed.
     pub ib_not_found: bool,
+    /// Interfaces the socket transport listed (`NET/Socket : Using [0]eth0:...`),
+    /// kept apart from `devices`: NCCL lists them even when IB carries the traffic.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub socket_interfaces: Vec<String>,
     /// The network devices each host listed, to compare hosts (absent when
     /// the log names no host).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -341,6 +382,16 @@ pub struct Warning {
     pub text: String,
     /// Lines with this same text (this one included).
     pub count: u64,
+    /// The root-cause class NCCL's message table gives this text
+    /// (`parsers/data/nccl-messages.yaml`); absent when no row matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// Every host that printed this text (up to a bound), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+    /// Every rank known to have printed it (up to a bound), sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

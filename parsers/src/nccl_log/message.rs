@@ -16,6 +16,9 @@ pub enum Event<'a> {
     UsingNetwork(&'a str),
     /// `NET/IB : Using [0]mlx5_0:1/RoCE [1]...; OOB ...`: the device list.
     NetDevices(Vec<&'a str>),
+    /// `NET/Socket : Using [0]eth0:10.0.0.1<0> ...`: the socket transport's
+    /// interfaces, listed even when IB carries the traffic.
+    SocketInterfaces(Vec<&'a str>),
     NetIbNotFound,
     /// aws-ofi-nccl: `NET/OFI Selected Provider is efa (found 16 nics)`.
     OfiProvider {
@@ -335,13 +338,22 @@ fn nccl_or_net(message: &str) -> Option<Event<'_>> {
     if message.starts_with("NET/IB : No device found") || message.starts_with("NET/IB: No device found") {
         return Some(Event::NetIbNotFound);
     }
-    if let Some(rest) = message.strip_prefix("NET/IB : Using") {
+    if let Some(rest) = message.strip_prefix("NET/IB : Using").or_else(|| message.strip_prefix("NET/IB: Using")) {
+        if rest.trim_start().starts_with("interface ") {
+            return None;
+        }
         return Some(Event::NetDevices(device_list(rest.split("; OOB").next()?)));
     }
-    if let Some(rest) = message.strip_prefix("NET/Socket : Using") {
+    if let Some(rest) = message.strip_prefix("NET/Socket : Using").or_else(|| message.strip_prefix("NET/Socket: Using"))
+    {
         // `[0]eno1:10.0.0.1<0>`: the interface name is the device.
         let names = device_list(rest).into_iter().map(|d| d.split(':').next().unwrap_or(d)).collect();
-        return Some(Event::NetDevices(names));
+        return Some(Event::SocketInterfaces(names));
+    }
+    // 2.2/2.3: `NET : Using interface eth0:10.0.0.1<0>` (bootstrap and sockets)
+    // and `NET/IB : Using interface ib0 for sideband communication`.
+    if let Some(rest) = message.strip_prefix("NET : Using interface ") {
+        return Some(Event::Bootstrap(rest.split_whitespace().take(1).collect()));
     }
     if let Some(rest) = message
         .strip_prefix("NET/OFI Selected Provider is ")
@@ -374,7 +386,22 @@ fn env<'a>(message: &'a str, _rest: &'a str) -> Option<Event<'a>> {
 }
 
 /// ` [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE` (also `[RO]` markers) -> `mlx5_0:1/RoCE`, ...
+/// Merged virtual NICs (2.19+, `[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE}
+/// [1]={...}`) give their physical devices, each once.
 fn device_list(list: &str) -> Vec<&str> {
+    if list.contains("={") {
+        let mut devices: Vec<&str> = Vec::new();
+        for part in list.split(['{', '}', ',']) {
+            let part = part.trim();
+            let Some(device) = part.strip_prefix('[').and_then(|t| t.split_once(']')).map(|(_, d)| d.trim()) else {
+                continue;
+            };
+            if !device.is_empty() && !device.starts_with('=') && !devices.contains(&device) {
+                devices.push(device);
+            }
+        }
+        return devices;
+    }
     list.split_whitespace()
         .filter_map(|t| t.strip_prefix('[').and_then(|t| t.split_once(']')).map(|(_, d)| d))
         .filter(|d| !d.is_empty())
@@ -642,6 +669,17 @@ mod tests {
                 protocol: "SIMPLE"
             })
         );
+        assert_eq!(
+            parse(
+                "NET/IB : Using [0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} [1]={[0] mlx5_4:1/RoCE, [1] mlx5_5:1/RoCE} [RO]; OOB eth0:10.0.0.1<0>"
+            ),
+            Some(Event::NetDevices(vec!["mlx5_2:1/RoCE", "mlx5_3:1/RoCE", "mlx5_4:1/RoCE", "mlx5_5:1/RoCE"]))
+        );
+        assert_eq!(
+            parse("NET/Socket : Using [0]ib0:10.1.0.1<0> [1]eth0:10.0.0.1<0>"),
+            Some(Event::SocketInterfaces(vec!["ib0", "eth0"]))
+        );
+        assert_eq!(parse("NET : Using interface eth0:10.0.0.1<0>"), Some(Event::Bootstrap(vec!["eth0:10.0.0.1<0>"])));
         assert!(parse("Connected all rings").is_none());
         assert!(parse("").is_none());
     }

@@ -2,12 +2,17 @@
 //! [`NcclReport`](topo_model::nccl::NcclReport).
 
 mod bytes;
+pub mod catalogue;
 mod coll_line;
+mod framework;
 mod input;
 pub mod message;
+mod messages;
+pub mod pattern;
 pub mod prefix;
 mod prefix_cache;
 mod report;
+mod topology_lines;
 mod tuning_table;
 
 pub use input::{LogError, feed, read_lines};

@@ -51,20 +51,90 @@ static MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 fn scan_markers(line: &str) -> (Option<(usize, usize, Level)>, usize) {
     let mut found = None;
     let mut seen = 0;
-    for start in MARKER.find_iter(line.as_bytes()) {
-        let rest = &line[start..];
-        for (marker, level) in MARKERS {
-            if rest.starts_with(marker) {
-                let end = start + marker.len();
-                // The marker ends the prefix: a space or the end of line follows.
-                if line[end..].is_empty() || line[end..].starts_with(' ') {
-                    found = Some((start, end, level));
-                    seen += 1;
-                }
-            }
-        }
+    for (start, end, level) in markers(line) {
+        found = Some((start, end, level));
+        seen += 1;
+    }
+    if seen == 0
+        && let Some(legacy) = legacy_marker(line)
+    {
+        return (Some(legacy), 1);
     }
     (found, seen)
+}
+
+/// Every `NCCL INFO`/`NCCL WARN`/... marker of the line: (start, end, level).
+fn markers(line: &str) -> impl Iterator<Item = (usize, usize, Level)> + '_ {
+    MARKER.find_iter(line.as_bytes()).filter_map(move |start| {
+        let rest = line.get(start..)?;
+        let (marker, level) = MARKERS.iter().find(|(m, _)| rest.starts_with(m))?;
+        let end = start + marker.len();
+        // The marker ends the prefix: a space or the end of line follows.
+        (line[end..].is_empty() || line[end..].starts_with(' ')).then_some((start, end, *level))
+    })
+}
+
+/// NCCL 2.2 and earlier wrote `host:pid:tid [0] INFO msg` and
+/// `host:pid:tid [0] file:line WARN msg`, without the word NCCL. Only that exact
+/// shape is taken (a `[digits]` device before INFO; `[digits] file:line` before
+/// WARN), so an application's own `INFO`/`WARN` lines stay application output.
+fn legacy_marker(line: &str) -> Option<(usize, usize, Level)> {
+    for (word, level) in [(" INFO", Level::Info), (" WARN", Level::Warn)] {
+        let Some(at) = memchr::memmem::find(line.as_bytes(), word.as_bytes()) else { continue };
+        let end = at + word.len();
+        if !(line[end..].is_empty() || line[end..].starts_with(' ')) {
+            continue;
+        }
+        let mut tokens = Tokens { text: &line[..at] };
+        let mut next = tokens.next_back();
+        if level == Level::Warn {
+            // `file:line` between the device and the word.
+            next = next.filter(|t| t.rsplit_once(':').is_some_and(|(_, n)| n.parse::<u64>().is_ok()));
+            next?;
+            next = tokens.next_back();
+        }
+        let device = next.and_then(|t| t.strip_prefix('[')).and_then(|t| t.strip_suffix(']'));
+        if device.is_none_or(|d| d.parse::<u32>().is_err()) {
+            continue;
+        }
+        if tokens.next_back().map(host_pid_tid).is_some_and(|(_, pid, _)| pid.is_some()) {
+            return Some((at + 1, end, level));
+        }
+    }
+    None
+}
+
+/// Where each NCCL line glued into this one begins (another process wrote
+/// its line before this one's newline): for every marker after the first,
+/// the offset of its `host:pid:tid` token and that token's host part, which
+/// may carry the end of the previous message glued to it.
+pub fn glued_starts(line: &str) -> Vec<(usize, &str)> {
+    let mut starts = Vec::new();
+    for (start, _, level) in markers(line).skip(1) {
+        let before = line[..start].trim_end();
+        let mut tokens = Tokens { text: before };
+        let mut next = tokens.next_back();
+        if level == Level::Warn || level == Level::Trace {
+            if next.is_some_and(|t| t.starts_with('(') && t.ends_with(')')) {
+                next = tokens.next_back();
+            }
+            if next.is_some_and(|t| t.rsplit_once(':').is_some_and(|(_, n)| n.parse::<u64>().is_ok())) {
+                next = tokens.next_back();
+            }
+        }
+        if next.is_some_and(|t| t.starts_with('[') && t.ends_with(']')) {
+            next = tokens.next_back();
+        }
+        let Some(token) = next else { continue };
+        if host_pid_tid(token).1.is_none() {
+            continue;
+        }
+        // `tokens.text` is what is left before the token: the token starts there.
+        let offset = tokens.text.len();
+        let host = token.split(':').next().unwrap_or("");
+        starts.push((offset, host));
+    }
+    starts
 }
 
 fn last_marker(line: &str) -> Option<(usize, usize, Level)> {

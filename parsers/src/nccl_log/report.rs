@@ -9,12 +9,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use topo_model::BusId;
 use topo_model::nccl::{
     ChannelCounts, CollectiveStats, CollectiveTimeout, Communicator, Connection, Direction, EnvOverride, ErrorTrace,
-    GraphSearch, LineRef, NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, Ring, TransportKind,
-    TreeNode, TuningChoice, Warning,
+    GraphSearch, LineRef, LoggedPath, NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, Ring,
+    TransportKind, TreeNode, TuningChoice,
 };
 
 use super::bytes::short_eq;
+use super::catalogue::{CATALOGUE, Level as MessageLevel};
+use super::framework;
 use super::message::{self, Collective, CommInit, ConnectionLine, Event};
+use super::messages::{MessageTable, Origin};
 use super::prefix::{self, Level, LogLine};
 use super::prefix_cache::{Known, PrefixCache};
 
@@ -45,7 +48,8 @@ type CollectiveAccumulator = (u64, [u64; 65], u64);
 /// Caps on distinct entries; past them, facts are counted but not kept.
 const MAX_COMMUNICATORS: usize = 4096;
 const MAX_CONNECTIONS_PER_COMM: usize = 1 << 20;
-const MAX_DISTINCT_WARNINGS: usize = 512;
+/// Paths of NCCL's topology dump kept (per host, GPU to GPU and to NICs).
+const MAX_LOGGED_PATHS: usize = 1 << 14;
 const MAX_DISTINCT_ERRORS: usize = 1024;
 const MAX_DISTINCT_VIA: usize = 4096;
 const MAX_PROGRESS: usize = 1 << 16;
@@ -134,9 +138,12 @@ pub struct LogParser {
     comm_by_id: HashMap<String, usize>,
     network: Network,
     env: BTreeMap<(String, String), BTreeSet<String>>,
-    warnings: Vec<Warning>,
-    warning_index: HashMap<String, usize>,
-    warning_count: u64,
+    warnings: MessageTable,
+    notices: MessageTable,
+    framework_errors: MessageTable,
+    /// A framework printed `Last error:`; the next line is NCCL's last WARN text.
+    last_error_pending: bool,
+    logged_paths: Vec<LoggedPath>,
     errors: BTreeMap<(String, i64), u64>,
     /// Per collective name: its statistics, in first-seen order, with an index
     /// and the last one used (consecutive COLL lines usually name the same op).
@@ -168,6 +175,11 @@ impl LogParser {
     /// Lines read so far, over all inputs.
     pub fn lines_read(&self) -> u64 {
         self.lines
+    }
+
+    /// Lines read so far that were NCCL output, over all inputs.
+    pub fn nccl_lines_read(&self) -> u64 {
+        self.nccl_lines
     }
 
     /// Names the input the following lines come from (for warnings' locations).
@@ -250,6 +262,51 @@ impl LogParser {
             return;
         }
         let line = prefix::split(text);
+        if line.interrupted && self.read_glued(text) {
+            return;
+        }
+        self.read_split(text, line);
+    }
+
+    /// Two writes on one line (another process's prefix in the middle, with or
+    /// without a newline lost): each part is read as a line of its own. The cut
+    /// goes before the glued prefix's host name where that name is known from
+    /// other lines (`...via P2P/IPChostB:1:3 [1] NCCL INFO ...`).
+    fn read_glued(&mut self, text: &str) -> bool {
+        let starts = prefix::glued_starts(text);
+        if starts.is_empty() {
+            return false;
+        }
+        let mut cuts = vec![0];
+        for (offset, host_part) in starts {
+            // Bounded: with very many hosts the token start is cut point enough.
+            let known = (self.host_index.len() <= 4096)
+                .then(|| self.host_index.keys())
+                .into_iter()
+                .flatten()
+                .filter(|h| !h.is_empty() && host_part.ends_with(h.as_str()))
+                .map(String::len)
+                .max();
+            let cut = offset + known.map_or(0, |len| host_part.len() - len);
+            if cut > *cuts.last().unwrap_or(&0) && text.is_char_boundary(cut) {
+                cuts.push(cut);
+            }
+        }
+        cuts.push(text.len());
+        for pair in cuts.windows(2) {
+            if let [from, to] = pair
+                && let Some(part) = text.get(*from..*to)
+            {
+                let line = prefix::split(part);
+                self.read_split(part, line);
+            }
+        }
+        true
+    }
+
+    /// Everything but COLL lines in the plain prefix: the general reader.
+    fn read_split(&mut self, text: &str, line: LogLine) {
+        let number = self.line_number;
         self.line_host = self.host_slot(line.host);
         if line.level != Level::Bare {
             self.nccl_lines += 1;
@@ -276,6 +333,9 @@ impl LogParser {
             self.warning(&line, number);
             return;
         }
+        if line.level == Level::Bare && self.framework_line(&line) {
+            return;
+        }
         match message::parse(line.message) {
             Some(event) => {
                 if line.level == Level::Bare {
@@ -298,10 +358,84 @@ impl LogParser {
             }
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
             None if line.level == Level::Info => {
-                self.tuning_table.line(line.pid, line.tid, line.message);
+                if !self.notice(&line) && !self.topology_line(&line) {
+                    self.tuning_table.line(line.pid, line.tid, line.message);
+                }
             }
             None => {}
         }
+    }
+
+    /// A framework's error line carrying NCCL's words, or the `Last error:`
+    /// text after one (PyTorch prints NCCL's last WARN there). Counts as NCCL
+    /// output: a log of nothing but these is still an NCCL failure.
+    fn framework_line(&mut self, line: &LogLine) -> bool {
+        let text = line.message;
+        if self.last_error_pending && !text.trim().is_empty() {
+            self.last_error_pending = false;
+            self.nccl_lines += 1;
+            self.add_framework_error(text.trim(), Some("Last error"));
+            return true;
+        }
+        let Some(found) = framework::recognise(text) else { return false };
+        self.nccl_lines += 1;
+        match found {
+            framework::Found::LastErrorNext => self.last_error_pending = true,
+            framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error")),
+            framework::Found::Error => self.add_framework_error(text.trim(), None),
+            // Watchdog lines are also read as timeouts below.
+            framework::Found::Watchdog => {
+                self.add_framework_error(text.trim(), None);
+                return false;
+            }
+        }
+        true
+    }
+
+    fn add_framework_error(&mut self, text: &str, source: Option<&str>) {
+        let origin = Origin {
+            host: None,
+            rank: framework::rank_in(text),
+            cuda_dev: None,
+            file: &self.input_name,
+            line: self.line_number,
+            source,
+        };
+        self.framework_errors.add(framework::without_rank_tag(text), origin);
+    }
+
+    /// An INFO line NCCL's message table lists (a degraded choice).
+    fn notice(&mut self, line: &LogLine) -> bool {
+        if CATALOGUE.info_row(line.message).is_none() {
+            return false;
+        }
+        let rank = self.rank_of(line);
+        let origin = Origin {
+            host: line.host,
+            rank,
+            cuda_dev: line.cuda_dev,
+            file: &self.input_name,
+            line: self.line_number,
+            source: None,
+        };
+        self.notices.add(line.message, origin);
+        true
+    }
+
+    /// A path line of NCCL's topology dump (`GPU/0-4e000 :GPU/0-4f000
+    /// (1/240.0/NVL) NET/0-0 (3/24.0/PHB) ...`): GPU-to-GPU and GPU-to-NIC paths.
+    fn topology_line(&mut self, line: &LogLine) -> bool {
+        let Some((from, paths)) = super::topology_lines::paths(line.message) else { return false };
+        for path in paths {
+            if self.logged_paths.len() >= MAX_LOGGED_PATHS {
+                break;
+            }
+            let logged = LoggedPath { host: line.host.map(str::to_string), from: from.to_string(), ..path };
+            if !self.logged_paths.contains(&logged) {
+                self.logged_paths.push(logged);
+            }
+        }
+        true
     }
 
     /// Whether prefixes with a launcher's tag are still worth remembering: not
@@ -386,27 +520,17 @@ impl LogParser {
     }
 
     fn warning(&mut self, line: &LogLine, number: u64) {
-        self.warning_count += 1;
-        let text = if line.level == Level::Abort { "NCCL ABORT".to_string() } else { line.message.to_string() };
-        if let Some(&i) = self.warning_index.get(&text) {
-            self.warnings[i].count += 1;
-            return;
-        }
-        if self.warnings.len() >= MAX_DISTINCT_WARNINGS {
-            return;
-        }
+        let text = if line.level == Level::Abort { "NCCL ABORT" } else { line.message };
         let rank = self.rank_of(line);
-        self.warning_index.insert(text.clone(), self.warnings.len());
-        self.warnings.push(Warning {
-            host: line.host.map(str::to_string),
+        let origin = Origin {
+            host: line.host,
             rank,
             cuda_dev: line.cuda_dev,
-            file: self.input_name.clone(),
+            file: &self.input_name,
             line: number,
-            source: line.source.map(str::to_string),
-            text,
-            count: 1,
-        });
+            source: line.source,
+        };
+        self.warnings.add(text, origin);
     }
 
     /// The rank a line's process and CUDA device belong to, in its current communicator.
@@ -475,6 +599,9 @@ impl LogParser {
                     devices.iter().for_each(|d| push_unique(listed, d));
                 }
                 devices.into_iter().for_each(|d| push_unique(&mut self.network.devices, d))
+            }
+            Event::SocketInterfaces(interfaces) => {
+                interfaces.into_iter().for_each(|d| push_unique(&mut self.network.socket_interfaces, d))
             }
             Event::NetIbNotFound => {
                 self.first_line("net-ib-not-found".to_string(), line.message);
@@ -800,9 +927,13 @@ impl LogParser {
                 hosts: hosts.iter().map(|h| rename(h)).collect::<BTreeSet<_>>().into_iter().collect(),
             })
             .collect();
-        let mut warnings = self.warnings;
-        for warning in &mut warnings {
-            warning.host = warning.host.as_deref().map(rename);
+        let warning_count = self.warnings.count;
+        let warnings = self.warnings.finish(MessageLevel::Warn, &rename);
+        let notices = self.notices.finish(MessageLevel::Info, &rename);
+        let framework_errors = self.framework_errors.finish(MessageLevel::Framework, &rename);
+        let mut logged_paths = self.logged_paths;
+        for path in &mut logged_paths {
+            path.host = path.host.as_deref().map(rename);
         }
         let collectives = collectives_sorted
             .into_iter()
@@ -848,11 +979,21 @@ impl LogParser {
                     }
                     merged
                 },
+                // The transport's devices; the socket transport's interfaces
+                // only when nothing else was listed (they are listed always).
+                devices: if self.network.devices.is_empty() {
+                    self.network.socket_interfaces.clone()
+                } else {
+                    self.network.devices.clone()
+                },
                 ..self.network
             },
             env_overrides,
             warnings,
-            warning_count: self.warning_count,
+            warning_count,
+            notices,
+            framework_errors,
+            logged_paths,
             error_codes: self
                 .errors
                 .into_iter()

@@ -1,0 +1,98 @@
+//! Lines of the framework around NCCL that carry NCCL's words: PyTorch's
+//! `DistBackendError: NCCL error in: ...`, `ncclSystemError: ...`, `Last error:`
+//! followed by NCCL's last WARN text, the watchdog's timeout and abort lines,
+//! and the same texts wrapped by DeepSpeed, Horovod or Ray. Which texts count
+//! is the message table's framework rows; this module only finds candidates
+//! cheaply and reads the rank tag.
+
+use super::catalogue::{CATALOGUE, Level};
+
+/// What a line was.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Found<'a> {
+    /// `Last error:` alone: the next line holds NCCL's text.
+    LastErrorNext,
+    /// `Last error: <text>` on one line.
+    LastError(&'a str),
+    /// A framework error line the table lists.
+    Error,
+    /// A watchdog line, also read as a timeout by the message parser.
+    Watchdog,
+}
+
+/// Words one of which every framework row's line contains: a cheap gate
+/// before the table is consulted (these lines are rare, application output is not).
+const GATE: [&str; 6] = ["NCCL", "nccl", "atchdog", "ProcessGroup", "Last error", "DistBackend"];
+
+pub fn recognise(text: &str) -> Option<Found<'_>> {
+    if !GATE.iter().any(|g| text.contains(g)) {
+        return None;
+    }
+    let trimmed = without_rank_tag(text.trim());
+    if let Some(rest) = trimmed.strip_prefix("Last error:") {
+        let rest = rest.trim();
+        return Some(if rest.is_empty() { Found::LastErrorNext } else { Found::LastError(rest) });
+    }
+    let row = CATALOGUE.classify(Level::Framework, trimmed)?;
+    Some(if row.row.pattern.contains("atchdog") { Found::Watchdog } else { Found::Error })
+}
+
+/// The rank a framework line names: `[rank3]:`, `[Rank 3]`, `rank 3` in
+/// `... on rank 3`, or Ray's `rank=3`.
+pub fn rank_in(text: &str) -> Option<u32> {
+    for key in ["[rank", "[Rank ", "Rank ", "rank=", " rank "] {
+        if let Some(at) = text.find(key) {
+            let digits: String = text[at + key.len()..].chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(rank) = digits.parse() {
+                return Some(rank);
+            }
+        }
+    }
+    None
+}
+
+/// The text without a leading launcher tag (`[rank3]:`, `[default0]:`,
+/// `[1,0]<stderr>:`, `3: `), so that the same error from many ranks is one entry.
+pub fn without_rank_tag(text: &str) -> &str {
+    let mut rest = text.trim_start();
+    loop {
+        let before = rest;
+        if rest.starts_with('[')
+            && let Some(end) = rest.find("]:").or_else(|| rest.find(">:"))
+            && end < 40
+        {
+            rest = rest[end + 2..].trim_start();
+        }
+        if let Some((head, tail)) = rest.split_once(": ")
+            && !head.is_empty()
+            && head.len() <= 6
+            && head.bytes().all(|b| b.is_ascii_digit())
+        {
+            rest = tail.trim_start();
+        }
+        if rest == before {
+            return rest;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytorch_errors_and_last_error() {
+        let line = "[rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5";
+        assert_eq!(recognise(line), Some(Found::Error));
+        assert_eq!(rank_in(line), Some(1));
+        assert!(without_rank_tag(line).starts_with("torch.distributed"));
+        assert_eq!(recognise("[rank1]: Last error:"), Some(Found::LastErrorNext));
+        assert_eq!(
+            recognise("Last error: socketPollConnect: Connect to 10.0.0.2<3333> failed : Connection refused"),
+            Some(Found::LastError("socketPollConnect: Connect to 10.0.0.2<3333> failed : Connection refused"))
+        );
+        assert_eq!(recognise("loss 0.25 at step 100"), None);
+        assert_eq!(recognise("INFO: using NCCL backend"), None);
+        assert_eq!(without_rank_tag("3: [1,0]<stderr>: ncclInternalError"), "ncclInternalError");
+    }
+}

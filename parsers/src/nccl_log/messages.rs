@@ -1,0 +1,130 @@
+//! Messages worth a finding, one entry per distinct text: WARN lines, INFO
+//! lines NCCL's message table lists as degraded choices, and framework errors
+//! carrying NCCL's words. Each entry keeps where it first appeared, how often,
+//! and which hosts and ranks printed it; the table classifies each text once,
+//! when the report is made.
+
+use std::collections::{BTreeSet, HashMap};
+
+use topo_model::nccl::Warning;
+
+use super::catalogue::{CATALOGUE, Level};
+
+/// Distinct texts kept per kind; further ones are counted, not kept.
+const MAX_DISTINCT: usize = 512;
+/// Hosts and ranks kept per text.
+const MAX_WHO: usize = 256;
+/// Message texts are cut to this many characters.
+const MAX_TEXT_CHARS: usize = 600;
+
+/// Where one line came from.
+pub struct Origin<'a> {
+    pub host: Option<&'a str>,
+    pub rank: Option<u32>,
+    pub cuda_dev: Option<u32>,
+    pub file: &'a str,
+    pub line: u64,
+    pub source: Option<&'a str>,
+}
+
+struct Entry {
+    warning: Warning,
+    hosts: BTreeSet<String>,
+    ranks: BTreeSet<u32>,
+}
+
+/// One kind of message (WARN, notice, framework error).
+#[derive(Default)]
+pub struct MessageTable {
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    /// Lines of this kind, repeats and texts past the bound included.
+    pub count: u64,
+    /// Distinct texts not kept (past [`MAX_DISTINCT`]).
+    pub dropped: u64,
+}
+
+impl MessageTable {
+    pub fn add(&mut self, text: &str, origin: Origin) {
+        self.count += 1;
+        let text = cut(text);
+        let at = match self.index.get(text) {
+            Some(&i) => i,
+            None if self.entries.len() < MAX_DISTINCT => {
+                self.entries.push(Entry {
+                    warning: Warning {
+                        host: origin.host.map(str::to_string),
+                        rank: origin.rank,
+                        cuda_dev: origin.cuda_dev,
+                        file: origin.file.to_string(),
+                        line: origin.line,
+                        source: origin.source.map(str::to_string),
+                        text: text.to_string(),
+                        count: 0,
+                        ..Warning::default()
+                    },
+                    hosts: BTreeSet::new(),
+                    ranks: BTreeSet::new(),
+                });
+                self.index.insert(text.to_string(), self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+            None => {
+                self.dropped += 1;
+                return;
+            }
+        };
+        let Some(entry) = self.entries.get_mut(at) else { return };
+        entry.warning.count += 1;
+        if let Some(host) = origin.host
+            && entry.hosts.len() < MAX_WHO
+            && !entry.hosts.contains(host)
+        {
+            entry.hosts.insert(host.to_string());
+        }
+        if let Some(rank) = origin.rank
+            && entry.ranks.len() < MAX_WHO
+        {
+            entry.ranks.insert(rank);
+        }
+    }
+
+    /// The entries in first-seen order, each classified by the message table
+    /// at `level`, hosts renamed to their canonical form.
+    pub fn finish(self, level: Level, rename: &dyn Fn(&str) -> String) -> Vec<Warning> {
+        self.entries
+            .into_iter()
+            .map(|entry| {
+                let mut warning = entry.warning;
+                warning.class = classify(level, &warning.text);
+                warning.host = warning.host.as_deref().map(rename);
+                warning.hosts = entry.hosts.iter().map(|h| rename(h)).collect::<BTreeSet<_>>().into_iter().collect();
+                warning.ranks = entry.ranks.into_iter().collect();
+                warning
+            })
+            .collect()
+    }
+}
+
+/// The class of a message; a framework line that quotes NCCL's own words
+/// (`Last error:` text, `... NCCL WARN ...` inside an exception) is read with
+/// the WARN rows first, which are more specific.
+fn classify(level: Level, text: &str) -> Option<String> {
+    let warn = CATALOGUE.classify(Level::Warn, text);
+    let own = if level == Level::Warn { None } else { CATALOGUE.classify(level, text) };
+    let pick = match (level, warn, own) {
+        (Level::Warn, w, _) => w,
+        (_, Some(w), Some(o)) if o.row.class == "unknown" || o.row.class == "internal-error" => Some(w),
+        (_, _, Some(o)) => Some(o),
+        (_, w, None) => w,
+    };
+    pick.map(|m| m.row.class.clone())
+}
+
+/// At most [`MAX_TEXT_CHARS`] characters, cut at a character boundary.
+fn cut(text: &str) -> &str {
+    match text.char_indices().nth(MAX_TEXT_CHARS) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
