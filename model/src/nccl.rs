@@ -269,6 +269,49 @@ pub struct HardwarePath {
 }
 
 impl NcclReport {
+    /// Annotates same-host connections that have no hardware path yet with the
+    /// path NCCL's own topology dump printed between the two ranks' GPUs
+    /// (`logged_paths`): how NCCL saw the wiring, when no topology file or
+    /// snapshot is at hand. Returns how many connections were annotated.
+    pub fn annotate_from_logged_paths(&mut self) -> usize {
+        if self.logged_paths.is_empty() {
+            return 0;
+        }
+        let mut by_pair: std::collections::HashMap<(Option<&str>, BusId, BusId), &str> =
+            std::collections::HashMap::new();
+        for path in &self.logged_paths {
+            if let (Some(a), Some(b)) = (path.from_bus, path.to_bus) {
+                by_pair.insert((path.host.as_deref(), a, b), path.path_type.as_str());
+            }
+        }
+        let mut annotated = 0;
+        for comm in &mut self.communicators {
+            let rank_of = |rank: u32| comm.ranks.iter().find(|r| r.rank == rank);
+            let mut found = Vec::new();
+            for (i, connection) in comm.connections.iter().enumerate() {
+                if connection.hardware.is_some() || connection.cross_node == Some(true) {
+                    continue;
+                }
+                let (Some(a), Some(b)) = (rank_of(connection.from), connection.to.and_then(rank_of)) else { continue };
+                if a.host != b.host {
+                    continue;
+                }
+                let (Some(x), Some(y)) = (a.bus_id, b.bus_id) else { continue };
+                if let Some(kind) = by_pair.get(&(a.host.as_deref(), x, y)) {
+                    found.push((i, (*kind).to_string()));
+                }
+            }
+            for (i, kind) in found {
+                if let Some(connection) = comm.connections.get_mut(i) {
+                    let smi = if kind == "NVL" { "NV".to_string() } else { kind.clone() };
+                    connection.hardware = Some(HardwarePath { smi, nccl: kind, expected_gbps: None });
+                    annotated += 1;
+                }
+            }
+        }
+        annotated
+    }
+
     /// Annotates every same-host connection with the hardware path between the
     /// two ranks' GPUs, for ranks whose bus ID the log printed and whose host is
     /// the machine `topology` describes (`host` = its hostname; `None` accepts any

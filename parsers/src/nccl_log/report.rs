@@ -144,6 +144,8 @@ pub struct LogParser {
     /// A framework printed `Last error:`; the next line is NCCL's last WARN text.
     last_error_pending: bool,
     logged_paths: Vec<LoggedPath>,
+    /// The communicator of lines whose process printed no init line.
+    orphans: Option<usize>,
     errors: BTreeMap<(String, i64), u64>,
     /// Per collective name: its statistics, in first-seen order, with an index
     /// and the last one used (consecutive COLL lines usually name the same op).
@@ -546,15 +548,22 @@ impl LogParser {
         self.host(line.host)
             .and_then(|h| h.current_by_thread.get(&(line.pid, line.tid)).or_else(|| h.current_by_pid.get(&line.pid)))
             .copied()
-            .or_else(|| self.comms.len().checked_sub(1))
+            .or(self.orphans)
     }
 
     /// The communicator a line without a comm pointer belongs to: the last one
-    /// its thread (or process) initialised; an unnamed one if none is known.
+    /// its thread (or process) initialised. Lines of processes that printed no
+    /// init line (yet) go to one shared communicator, never to whichever was
+    /// created last: which one they belong to is decided when the report is
+    /// made, by rank count ([`merge_orphans`]).
     fn current(&mut self, line: &LogLine) -> &mut CommState {
         let index = match self.current_index(line) {
             Some(i) => i,
-            None => self.new_comm("unidentified".to_string()),
+            None => {
+                let index = self.new_comm("unidentified".to_string());
+                self.orphans = Some(index);
+                index
+            }
         };
         let comm = &mut self.comms[index];
         comm.saw_host(line.host);
@@ -917,7 +926,8 @@ impl LogParser {
             .flat_map(|(h, s)| s.pids.iter().map(move |p| (rename(h), *p)))
             .collect();
 
-        let communicators = self.comms.into_iter().map(|c| c.into_report(&rename)).collect();
+        let comms = merge_orphans(self.comms, self.orphans);
+        let communicators = comms.into_iter().map(|c| c.into_report(&rename)).collect();
         let env_overrides = self
             .env
             .into_iter()
@@ -962,7 +972,7 @@ impl LogParser {
             }
         }
         progress.sort_by(|a, b| (&a.host, a.pid, &a.comm).cmp(&(&b.host, b.pid, &b.comm)));
-        NcclReport {
+        let mut report = NcclReport {
             schema_version: NCCL_REPORT_SCHEMA_VERSION,
             inputs: Vec::new(),
             nccl_versions: self.versions.into_iter().collect(),
@@ -1022,11 +1032,86 @@ impl LogParser {
             lines: self.lines,
             nccl_lines: self.nccl_lines,
             unparsed_lines: self.unparsed_lines,
-        }
+        };
+        report.annotate_from_logged_paths();
+        report
     }
 }
 
+/// Lines of processes that printed no init line (an excerpt, or 2.4-2.8 logs
+/// whose ring lines come before `Init COMPLETE`) belong to the one
+/// communicator whose printed size holds every rank they name; with none or
+/// several such, they stay a communicator of their own.
+fn merge_orphans(mut comms: Vec<CommState>, orphans: Option<usize>) -> Vec<CommState> {
+    let Some(at) = orphans.filter(|&i| i < comms.len()) else { return comms };
+    let needed = comms[at].highest_rank.map_or(0, |r| r + 1);
+    let fits: Vec<usize> = comms
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| *i != at && c.nranks.is_some_and(|n| n >= needed && n > 1))
+        .map(|(i, _)| i)
+        .collect();
+    let [target] = fits.as_slice() else { return comms };
+    let target = *target;
+    let orphan = comms.remove(at);
+    let target = if target > at { target - 1 } else { target };
+    if let Some(comm) = comms.get_mut(target) {
+        comm.absorb(orphan);
+    }
+    comms
+}
+
 impl CommState {
+    /// Takes in what another (unidentified) communicator learnt; facts
+    /// already known here win.
+    fn absorb(&mut self, other: CommState) {
+        self.coll_nranks = self.coll_nranks.or(other.coll_nranks);
+        if let Some(rank) = other.highest_rank {
+            self.saw_rank(rank);
+        }
+        for host in &other.hosts_seen {
+            self.saw_host(Some(host));
+        }
+        self.nnodes = self.nnodes.or(other.nnodes);
+        for (rank, info) in other.ranks {
+            self.ranks.entry(rank).or_insert(info);
+        }
+        for (rank, host) in other.rank_hosts {
+            self.rank_hosts.entry(rank).or_insert(host);
+        }
+        for (channel, order) in other.ring_orders {
+            self.ring_orders.entry(channel).or_insert(order);
+        }
+        for (channel, next) in other.ring_next {
+            let mine = self.ring_next.entry(channel).or_default();
+            for (me, n) in next {
+                mine.entry(me).or_insert(n);
+            }
+        }
+        for (channel, prev) in other.ring_prev {
+            let mine = self.ring_prev.entry(channel).or_default();
+            for (me, p) in prev {
+                mine.entry(me).or_insert(p);
+            }
+        }
+        for (key, tree) in other.trees {
+            self.trees.entry(key).or_insert(tree);
+        }
+        for connection in other.connections {
+            if self.connections.len() < MAX_CONNECTIONS_PER_COMM {
+                self.connections.insert(connection);
+            }
+        }
+        self.channels = self.channels.take().or(other.channels);
+        for graph in other.graphs {
+            if !self.graphs.contains(&graph) && self.graphs.len() < 64 {
+                self.graphs.push(graph);
+            }
+        }
+        self.init_complete.extend(other.init_complete);
+        self.init_seconds = self.init_seconds.or(other.init_seconds);
+    }
+
     fn saw_host(&mut self, host: Option<&str>) {
         if let Some(host) = host
             && self.hosts_seen.len() < MAX_SMALL_TABLE
@@ -1110,14 +1195,26 @@ impl CommState {
             .connections
             .into_iter()
             .map(|(channel, conn_index, from, to, direction, via)| {
-                let cross_node = to.and_then(|to| Some(host_of(from)? != host_of(to)?));
+                // Host names decide; without them, a one-node communicator has no
+                // cross-node hop, and a hop NCCL sends over the network leaves
+                // the node (NCCL uses NET within a node only when P2P and SHM
+                // are both ruled out, which the via text would not show).
+                let transport = transport_kind(&via);
+                let over_network = matches!(
+                    transport,
+                    TransportKind::NetIb | TransportKind::NetSocket | TransportKind::NetOfi | TransportKind::NetOther
+                ) || transport == TransportKind::CollNet;
+                let cross_node = to
+                    .and_then(|to| Some(host_of(from)? != host_of(to)?))
+                    .or((self.nnodes == Some(1)).then_some(false))
+                    .or(over_network.then_some(true));
                 Connection {
                     channel,
                     conn_index,
                     from,
                     to,
                     direction,
-                    transport: transport_kind(&via),
+                    transport,
                     gdr: via.contains("/GDRDMA"),
                     proxy_rank: proxy_rank(&via),
                     detail: via,
