@@ -70,6 +70,9 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     for input in &failed {
         eprintln!("topo: error: {}", input.error.as_deref().unwrap_or_default());
     }
+    if !logs.is_empty() && no_nccl_output(&report) {
+        return Ok(ExitCode::from(2));
+    }
     let text = match args.format {
         ReportFormat::Plain => views::nccl::render(&report),
         ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
@@ -98,6 +101,9 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     for error in &failed {
         eprintln!("topo: error: {error}");
     }
+    if !args.inputs.is_empty() && no_nccl_output(&report) {
+        return Ok(ExitCode::from(2));
+    }
     let findings = crate::diagnose::diagnose(&report, machine.as_ref());
     let text = match args.format {
         ReportFormat::Plain => views::findings::render(&findings),
@@ -118,6 +124,24 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Says on stderr which readable inputs held no NCCL output at all, and
+/// whether that was every input: then there is nothing to judge, and a
+/// `--fail-on` gate must not pass on the wrong file (exit 2).
+fn no_nccl_output(report: &topo_model::nccl::NcclReport) -> bool {
+    let readable: Vec<&topo_model::nccl::InputSummary> = report.inputs.iter().filter(|i| i.error.is_none()).collect();
+    for input in readable.iter().filter(|i| i.nccl_lines == 0) {
+        crate::output::warn(&format!(
+            "{}: nothing in it was NCCL output ({} lines; no NCCL INFO/WARN line and no NCCL error from a framework)",
+            input.name, input.lines
+        ));
+    }
+    let none = !readable.is_empty() && readable.iter().all(|i| i.nccl_lines == 0);
+    if none {
+        eprintln!("topo: error: no NCCL output in the input: is this the job's log (NCCL_DEBUG=INFO or WARN)?");
+    }
+    none
 }
 
 /// This machine, when it is a GPU node (NVML answers) and the log is from it

@@ -4,6 +4,7 @@
 
 mod evidence;
 mod job;
+mod messages;
 mod network;
 mod rules;
 mod settings;
@@ -17,11 +18,92 @@ pub struct Inputs<'a> {
     pub machine: Option<&'a Snapshot>,
 }
 
-/// Every finding, most severe first, then by code.
+/// Every finding, most severe first; among equals, the one whose evidence
+/// comes earliest in the log first (the cause before its echoes), then by code.
 pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding> {
     let inputs = Inputs { report, machine };
-    let mut findings: Vec<Finding> = rules::RULES.iter().filter_map(|rule| rule(&inputs)).collect();
+    let mut findings: Vec<Finding> = messages::findings(report);
+    findings.extend(rules::RULES.iter().filter_map(|rule| rule(&inputs)));
+    let mut findings = merge_same_code(findings);
+    for finding in &mut findings {
+        // A log-wide fact applies to every host the log names.
+        if finding.hosts.is_empty() && finding.ranks.is_empty() {
+            finding.hosts = report.hosts.clone();
+        }
+    }
     findings.extend(machine.map(crate::checks::hardware).unwrap_or_default());
-    findings.sort_by(|a, b| b.severity.cmp(&a.severity).then_with(|| a.code.cmp(&b.code)));
+    findings.sort_by(|a, b| {
+        b.severity.cmp(&a.severity).then_with(|| first_line(a).cmp(&first_line(b))).then_with(|| a.code.cmp(&b.code))
+    });
     findings
+}
+
+/// Findings of one code from different rules (a WARN and the rule that reads
+/// the same fault from other lines) become one: evidence joined, the higher
+/// severity, hosts and ranks together.
+fn merge_same_code(findings: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for finding in findings {
+        match out.iter_mut().find(|f| f.code == finding.code) {
+            Some(kept) => {
+                kept.severity = kept.severity.max(finding.severity);
+                for e in finding.evidence {
+                    if !kept.evidence.contains(&e) && kept.evidence.len() < topo_model::finding::MAX_EVIDENCE {
+                        kept.evidence.push(e);
+                    }
+                }
+                kept.hosts.extend(finding.hosts);
+                kept.hosts.sort();
+                kept.hosts.dedup();
+                kept.ranks.extend(finding.ranks);
+                kept.ranks.sort_unstable();
+                kept.ranks.dedup();
+                kept.expected = kept.expected.take().or(finding.expected);
+                kept.actual = kept.actual.take().or(finding.actual);
+            }
+            None => out.push(finding),
+        }
+    }
+    out
+}
+
+/// How many nodes the job spanned, as far as the log tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    /// Every rank of the communicator was seen, all on one host.
+    SingleNode,
+    /// A hop left a node, or several hosts or nodes are named.
+    MultiNode,
+    /// An excerpt: one host seen, but not every rank.
+    Unknown,
+}
+
+pub(super) fn scope(report: &NcclReport) -> Scope {
+    let comms = &report.communicators;
+    let crosses = comms.iter().flat_map(|c| &c.connections).any(|c| c.cross_node == Some(true));
+    if crosses || report.hosts.len() > 1 || comms.iter().any(|c| c.nnodes.is_some_and(|n| n > 1)) {
+        return Scope::MultiNode;
+    }
+    let whole_on_one_host = |c: &topo_model::nccl::Communicator| {
+        let hosts: std::collections::BTreeSet<_> = c.ranks.iter().map(|r| r.host.as_deref()).collect();
+        c.nnodes == Some(1) && c.nranks.is_some_and(|n| c.ranks.len() as u32 == n) && hosts.len() == 1
+    };
+    if !comms.is_empty() && comms.iter().filter(|c| c.nranks.is_some_and(|n| n > 1)).all(whole_on_one_host) {
+        return Scope::SingleNode;
+    }
+    Scope::Unknown
+}
+
+/// The earliest `file:line` a finding's evidence cites (facts without a line
+/// sort after every line).
+fn first_line(finding: &Finding) -> (u8, String, u64) {
+    finding
+        .evidence
+        .iter()
+        .filter_map(|e| {
+            let (file, line) = e.at.rsplit_once(':')?;
+            Some((0, file.to_string(), line.parse().ok()?))
+        })
+        .min()
+        .unwrap_or((1, String::new(), 0))
 }

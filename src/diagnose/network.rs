@@ -5,10 +5,16 @@ use topo_model::nccl::TransportKind;
 use topo_model::{Evidence, Finding, NcclClass, NicKind, Severity, Snapshot};
 
 use super::Inputs;
-use super::evidence::{fact, first_line, via_of, warning_evidence, warnings_matching};
+use super::evidence::{fact, first_line, via_of};
 
 pub(super) fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
+    // On one node no traffic leaves it: the socket transport is only NCCL's
+    // network of record, not a path anything takes.
+    let scope = super::scope(report);
+    if scope == super::Scope::SingleNode {
+        return None;
+    }
     let mut evidence = via_of(report, TransportKind::NetSocket);
     if report.network.used.iter().any(|n| n == "Socket") {
         evidence.push(first_line(report, "network/Socket", "Using network Socket".into(), ""));
@@ -31,7 +37,14 @@ pub(super) fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
         })
         .unwrap_or_default();
     rdma.sort_by_key(|name| topo_model::matrix::natural_key(name));
-    let severity = if rdma.is_empty() { Severity::Warning } else { Severity::Error };
+    let severity = match (rdma.is_empty(), scope) {
+        (false, _) => Severity::Error,
+        (true, super::Scope::Unknown) => Severity::Info,
+        (true, _) => Severity::Warning,
+    };
+    if scope == super::Scope::Unknown {
+        evidence.push(fact("scope", "the log does not show whether the job spans several nodes".into()));
+    }
     if !rdma.is_empty() {
         evidence.push(fact("snapshot", format!("RDMA devices on the node: {}", rdma.join(", "))));
     }
@@ -130,6 +143,11 @@ pub(super) fn unsuitable_interface(name: &str) -> bool {
 
 pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
     let network = &inputs.report.network;
+    // Loopback and container bridges are fine when every rank is on one node.
+    let scope = super::scope(inputs.report);
+    if scope == super::Scope::SingleNode {
+        return None;
+    }
     let mut evidence: Vec<Evidence> = network
         .bootstrap
         .iter()
@@ -152,42 +170,13 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
     (!evidence.is_empty()).then(|| {
         Finding::new(
             "bootstrap-interface",
-            Severity::Warning,
+            if scope == super::Scope::Unknown { Severity::Info } else { Severity::Warning },
             "NCCL picked a loopback, container or VPN interface".into(),
             evidence,
             "Bootstrap and socket traffic on loopback cannot reach other nodes (the job hangs at init when \
              multi-node); on docker/VPN interfaces it is slow or blocked.",
             "Set NCCL_SOCKET_IFNAME to the cluster network interface (e.g. NCCL_SOCKET_IFNAME=eth0, or \
              =^lo,docker to exclude), the same on every host.",
-        )
-    })
-}
-
-pub(super) fn net_error(inputs: &Inputs) -> Option<Finding> {
-    let needles = [
-        "Got completion",
-        "status=12",
-        "retry exceeded",
-        "Retry Exceeded",
-        "async event",
-        "IBV_EVENT",
-        "NET/OFI",
-        "Connection reset",
-        "Connection refused",
-        "remote process exited",
-    ];
-    let evidence: Vec<Evidence> =
-        warnings_matching(inputs.report, &needles).into_iter().map(warning_evidence).collect();
-    (!evidence.is_empty()).then(|| {
-        Finding::new(
-            "net-error",
-            Severity::Error,
-            "The network transport reported errors".into(),
-            evidence,
-            "Completion errors, retries and transport failures abort collectives or make NCCL retry, stalling \
-             every rank of the communicator.",
-            "Check the named NIC and port (ibstat, `ibv_devinfo -v`, switch port counters), the fabric plugin's \
-             configuration, and whether a peer process died first (its own log is then the root cause).",
         )
     })
 }

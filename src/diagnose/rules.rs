@@ -12,15 +12,12 @@ type Rule = fn(&Inputs) -> Option<Finding>;
 pub const RULES: &[Rule] = &[
     network::net_socket_fallback,
     network::gdr_disabled,
-    settings::shm_exhausted,
     settings::p2p_not_used,
     settings::env_override,
     settings::rank_mismatch,
     job::ring_suboptimal,
     settings::few_channels,
-    settings::cumem_fallback,
     network::bootstrap_interface,
-    network::net_error,
     job::collective_timeout,
     job::small_messages,
 ];

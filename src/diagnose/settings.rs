@@ -7,60 +7,112 @@ use topo_model::nccl::TransportKind;
 use topo_model::{Evidence, Finding, Severity};
 
 use super::Inputs;
-use super::evidence::{fact, first_line, via_of, warning_evidence, warnings_matching};
+use super::evidence::{fact, first_line, via_of};
 use super::network::rdma_nics;
 
-pub(super) fn shm_exhausted(inputs: &Inputs) -> Option<Finding> {
-    let hits = warnings_matching(inputs.report, &["/dev/shm", "shared memory segment", "shmutils"]);
-    let evidence: Vec<Evidence> = hits.iter().map(|w| warning_evidence(w)).collect();
-    (!evidence.is_empty()).then(|| {
-        Finding::new(
-            "shm-exhausted",
-            Severity::Error,
-            "NCCL could not create its shared-memory segments".into(),
-            evidence,
-            "Intra-node transports and proxies need /dev/shm segments; when they cannot be made, \
-             communicator setup fails or falls back to slower paths.",
-            "Give the container a larger /dev/shm (docker --shm-size=16g or --ipc=host; Kubernetes: an \
-             emptyDir with medium: Memory mounted at /dev/shm), and clean stale /dev/shm/nccl-* files.",
-        )
-    })
+/// How an SHM hop between two GPUs of a node should be judged, from the
+/// path between them (the snapshot's, or NCCL's own topology dump).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum ShmHop {
+    /// Across the CPU sockets (SYS): P2P cannot cross there by default, SHM is
+    /// NCCL's normal choice.
+    CrossSocket,
+    /// Through the CPU's host bridge (PHB): P2P only with NCCL_P2P_LEVEL=PHB or above.
+    HostBridge,
+    /// No path known: cannot be judged without the topology.
+    Unknown,
+    /// NVLink, or a PCIe switch shared by both GPUs: P2P should have been used.
+    P2pCapable,
 }
 
+fn judge(nccl_path: Option<&str>) -> ShmHop {
+    match nccl_path {
+        Some("NVL" | "NVB" | "C2C" | "PIX" | "PXB" | "LOC") => ShmHop::P2pCapable,
+        Some("PHB") => ShmHop::HostBridge,
+        Some("SYS") => ShmHop::CrossSocket,
+        _ => ShmHop::Unknown,
+    }
+}
+
+/// SHM between GPUs of one node. A warning only where P2P should have worked
+/// (NVLink, a shared PCIe switch) or a setting turned it off; across CPU
+/// sockets it is NCCL's normal choice, said as information.
 pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
-    let mut evidence = via_of(report, TransportKind::Shm);
-    evidence.extend(
-        warnings_matching(report, &["Could not enable P2P", "P2P is disabled", "peer access"])
-            .into_iter()
-            .map(warning_evidence),
-    );
+    let mut hops: Vec<(ShmHop, String, u32, Option<u32>)> = Vec::new();
+    let mut hosts = Vec::new();
+    for comm in &report.communicators {
+        let host_of = |rank: u32| comm.ranks.iter().find(|r| r.rank == rank).and_then(|r| r.host.clone());
+        for c in comm.connections.iter().filter(|c| c.transport == TransportKind::Shm && c.cross_node != Some(true)) {
+            let hop = judge(c.hardware.as_ref().map(|h| h.nccl.as_str()));
+            hosts.extend(host_of(c.from));
+            hops.push((hop, comm.id.clone(), c.from, c.to));
+        }
+    }
     let limiting: Vec<String> = report
         .env_overrides
         .iter()
         .filter(|e| e.name == "NCCL_P2P_DISABLE" && e.value != "0" || e.name == "NCCL_P2P_LEVEL")
         .map(|e| format!("{}={}", e.name, e.value))
         .collect();
+    let mut evidence = via_of(report, TransportKind::Shm);
     if evidence.is_empty() {
         return None;
     }
+    let worst = hops.iter().map(|h| h.0).max().unwrap_or(ShmHop::Unknown);
+    let capable: Vec<String> = hops
+        .iter()
+        .filter(|h| h.0 == ShmHop::P2pCapable)
+        .take(4)
+        .map(|(_, comm, from, to)| {
+            format!(
+                "comm {comm}: {from} -> {} via SHM although the GPUs could use P2P",
+                to.map_or("?".into(), |t| t.to_string())
+            )
+        })
+        .collect();
+    evidence.extend(capable.into_iter().map(|text| fact("paths", text)));
     for setting in &limiting {
         evidence.push(first_line(report, &format!("env/{setting}"), format!("{setting} set by environment"), ""));
     }
-    Some(Finding::new(
-        "p2p-not-used",
-        Severity::Warning,
-        "GPUs on the same node talk through host shared memory, not P2P".into(),
-        evidence,
-        "SHM copies go GPU -> host memory -> GPU; P2P over NVLink or a shared PCIe switch moves data \
-         directly, at several times the bandwidth.",
-        if limiting.is_empty() {
-            "Check `nvidia-smi topo -p2p r` for the GPU pairs, IOMMU/ACS settings that block peer access, and \
-             that all ranks of the node see each other's GPUs (same container, CUDA_VISIBLE_DEVICES)."
-        } else {
-            "Remove the P2P-limiting setting from the job's environment unless it works around a known fault."
-        },
-    ))
+    let (severity, title) = if worst == ShmHop::P2pCapable || !limiting.is_empty() {
+        (Severity::Warning, "GPUs on the same node talk through host shared memory, not P2P")
+    } else if worst == ShmHop::Unknown {
+        (
+            Severity::Info,
+            "GPUs on the same node talk through host shared memory (the topology decides whether P2P should)",
+        )
+    } else {
+        (
+            Severity::Info,
+            "GPUs on different CPU sockets (or host bridges) use shared memory: NCCL's normal choice there",
+        )
+    };
+    let fix = if !limiting.is_empty() {
+        "Remove the P2P-limiting setting from the job's environment unless it works around a known fault."
+    } else if worst == ShmHop::P2pCapable {
+        "Check `nvidia-smi topo -p2p r` for the GPU pairs, IOMMU/ACS settings that block peer access, and that all \
+         ranks of the node see each other's GPUs (same container, CUDA_VISIBLE_DEVICES)."
+    } else if worst == ShmHop::Unknown {
+        "Give the node's topology (`--from` a snapshot or NCCL topology XML, or NCCL_DEBUG_SUBSYS=GRAPH in the log) \
+         to tell whether P2P should have been used: across CPU sockets SHM is expected."
+    } else {
+        "Nothing to fix: to keep traffic off the socket link, place communicating ranks on GPUs of the same socket."
+    };
+    hosts.sort();
+    hosts.dedup();
+    Some(
+        Finding::new(
+            "p2p-not-used",
+            severity,
+            title.into(),
+            evidence,
+            "SHM copies go GPU -> host memory -> GPU; P2P over NVLink or a shared PCIe switch moves data directly, at \
+             several times the bandwidth. Across CPU sockets P2P is off by default (the socket link is slower for it).",
+            fix,
+        )
+        .on(hosts, hops.iter().flat_map(|h| [Some(h.2), h.3]).flatten().collect::<Vec<_>>()),
+    )
 }
 
 /// Settings that change NCCL's choices; left over from debugging, they cost bandwidth.
@@ -202,30 +254,6 @@ pub(super) fn few_channels(inputs: &Inputs) -> Option<Finding> {
              (NCCL uses two per NIC across nodes).",
             "Remove NCCL_MAX_NCHANNELS / low NCCL_MIN_NCHANNELS; if CollNet or the NICs limit it, check every NIC \
              is in use (NCCL_IB_HCA).",
-        )
-    })
-}
-
-pub(super) fn cumem_fallback(inputs: &Inputs) -> Option<Finding> {
-    let report = inputs.report;
-    let mut evidence: Vec<Evidence> =
-        warnings_matching(report, &["cuMem host allocations do not appear to be working"])
-            .into_iter()
-            .map(warning_evidence)
-            .collect();
-    if report.first_lines.contains_key("cumem-fallback") {
-        evidence.push(first_line(report, "cumem-fallback", String::new(), ""));
-    }
-    (!evidence.is_empty()).then(|| {
-        Finding::new(
-            "cumem-fallback",
-            Severity::Warning,
-            "cuMem host allocations failed; NCCL fell back to /dev/shm".into(),
-            evidence,
-            "Ranks that choose different host-memory paths fail to attach each other's segments (`Error while \
-             attaching to shared memory segment ... (size 0)`), and /dev/shm becomes a hard limit.",
-            "In containers add `--cap-add SYS_NICE` (NUMA-aware cuMem), or set NCCL_CUMEM_HOST_ENABLE=0 on every \
-             rank; newer NCCL and drivers fix several causes.",
         )
     })
 }

@@ -385,11 +385,9 @@ impl LogParser {
             framework::Found::LastErrorNext => self.last_error_pending = true,
             framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error")),
             framework::Found::Error => self.add_framework_error(text.trim(), None),
-            // Watchdog lines are also read as timeouts below.
-            framework::Found::Watchdog => {
-                self.add_framework_error(text.trim(), None);
-                return false;
-            }
+            // Watchdog lines are read as timeouts below, with their sequence
+            // numbers and limits: the timeout rule cites them.
+            framework::Found::Watchdog => return false,
         }
         true
     }

@@ -1,0 +1,227 @@
+//! Findings from what NCCL (and the framework around it) said: every WARN
+//! line, every INFO line the message table lists as a degraded choice, every
+//! framework error carrying NCCL's words, and error trails (`file.cc:NNN ->
+//! N`). One finding per root-cause class, with the class's why and fix from
+//! `parsers/data/nccl-messages.yaml`; a WARN no row explains still becomes a
+//! finding of its own. Nothing NCCL warned about is dropped.
+
+use std::collections::BTreeMap;
+
+use topo_model::nccl::{NcclReport, Warning};
+use topo_model::{Evidence, Finding, Severity};
+use topo_parsers::nccl_log::catalogue::{self, CATALOGUE, Level};
+
+/// Code of the finding for WARN lines no row of the table explains.
+pub(super) const UNCLASSIFIED_WARNING: &str = "nccl-warning";
+/// Code of the finding for framework errors and error trails that name no cause.
+pub(super) const UNEXPLAINED_ERROR: &str = "nccl-error";
+
+/// One message with what kind it was.
+struct Said<'a> {
+    warning: &'a Warning,
+    level: Level,
+}
+
+/// Which finding a message belongs to: its class, or the generic codes.
+fn code_of(said: &Said) -> String {
+    match (said.warning.class.as_deref(), said.level) {
+        (Some("unknown") | None, Level::Warn | Level::Info) => UNCLASSIFIED_WARNING.into(),
+        (Some("unknown") | None, Level::Framework) => UNEXPLAINED_ERROR.into(),
+        (Some(class), _) => class.into(),
+    }
+}
+
+/// Whether the log shows the job failed: an error trail, a framework error,
+/// a watchdog timeout or an abort.
+pub(super) fn fatal(report: &NcclReport) -> bool {
+    report.error_codes.iter().any(|e| e.code != 0 && e.code != 7)
+        || !report.framework_errors.is_empty()
+        || !report.timeouts.is_empty()
+        || report.warnings.iter().any(|w| w.text == "NCCL ABORT")
+}
+
+/// Severity the table gives a message (its row's, else its class's).
+fn table_severity(said: &Said) -> Severity {
+    let text = &said.warning.text;
+    let row = CATALOGUE.classify(said.level, text).or_else(|| CATALOGUE.classify(Level::Warn, text));
+    let severity = match (row, said.warning.class.as_deref()) {
+        (Some(m), _) => CATALOGUE.severity(m.row),
+        (None, Some(class)) => CATALOGUE.class(class).and_then(|c| c.severity).unwrap_or(catalogue::Severity::Warning),
+        (None, None) => catalogue::Severity::Warning,
+    };
+    match severity {
+        catalogue::Severity::Info => Severity::Info,
+        catalogue::Severity::Warning => Severity::Warning,
+        catalogue::Severity::Error => Severity::Error,
+    }
+}
+
+/// Evidence for one message: where it first appeared, how often, who.
+fn evidence_of(said: &Said) -> Evidence {
+    let w = said.warning;
+    let mut text = w.text.clone();
+    if w.count > 1 {
+        text.push_str(&format!(" (×{})", w.count));
+    }
+    let mut who = Vec::new();
+    if !w.hosts.is_empty() {
+        who.push(format!("hosts {}", list(&w.hosts)));
+    }
+    if !w.ranks.is_empty() {
+        let ranks: Vec<String> = w.ranks.iter().map(u32::to_string).collect();
+        who.push(format!("ranks {}", list(&ranks)));
+    }
+    if let Some(source) = &w.source {
+        who.push(format!("from {source}"));
+    }
+    if !who.is_empty() {
+        text.push_str(&format!(" [{}]", who.join("; ")));
+    }
+    if let Some(decoded) = completion_status(&w.text) {
+        text.push_str(&format!(" — {decoded}"));
+    }
+    Evidence { at: format!("{}:{}", w.file, w.line), text }
+}
+
+/// A short list: the first few items and a count of the rest.
+fn list(items: &[String]) -> String {
+    const SHOWN: usize = 6;
+    let mut out = items.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if items.len() > SHOWN {
+        out.push_str(&format!(" and {} more", items.len() - SHOWN));
+    }
+    out
+}
+
+/// `status=12` / `with error 12` / `status=IBV_WC_RETRY_EXC_ERR(12)` in a
+/// completion error, read with the table's meaning and hint.
+fn completion_status(text: &str) -> Option<String> {
+    if !text.contains("completion") {
+        return None;
+    }
+    let code = ["status=", "with error "].iter().find_map(|key| {
+        let at = text.find(key)? + key.len();
+        let rest = &text[at..];
+        // `IBV_WC_RETRY_EXC_ERR(12)`: the number is in the parentheses.
+        let rest = match rest.find('(') {
+            Some(open) if !rest[..open].contains(' ') => &rest[open + 1..],
+            _ => rest,
+        };
+        rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<i64>().ok()
+    })?;
+    let status = CATALOGUE.wc_status(code)?;
+    let hint = status.hint.as_deref().map_or(String::new(), |h| format!("; {h}"));
+    Some(format!("status {code} = {}: {}{hint}", status.name, status.meaning))
+}
+
+/// Position of a message in the input, for ordering (input order is not
+/// known here; the file name and line keep one file's order).
+fn position(w: &Warning) -> (String, u64) {
+    (w.file.clone(), w.line)
+}
+
+/// The findings for every message; the first causal one of a failed job is an
+/// error and comes first.
+pub(super) fn findings(report: &NcclReport) -> Vec<Finding> {
+    let mut said: Vec<Said> = Vec::new();
+    said.extend(report.warnings.iter().map(|warning| Said { warning, level: Level::Warn }));
+    said.extend(report.notices.iter().map(|warning| Said { warning, level: Level::Info }));
+    said.extend(report.framework_errors.iter().map(|warning| Said { warning, level: Level::Framework }));
+    // The earliest message of the trail that is not a benign notice: the
+    // cause, when the job failed. A specific WARN beats a framework echo.
+    let fatal = fatal(report);
+    let causal = said
+        .iter()
+        .filter(|s| table_severity(s) > Severity::Info && s.warning.text != "NCCL ABORT")
+        .min_by_key(|s| (code_of(s) == UNEXPLAINED_ERROR, s.level == Level::Framework, position(s.warning)))
+        .map(|s| code_of(s));
+
+    let mut by_code: BTreeMap<String, Vec<&Said>> = BTreeMap::new();
+    for s in &said {
+        by_code.entry(code_of(s)).or_default().push(s);
+    }
+    let mut out = Vec::new();
+    for (code, mut group) in by_code {
+        group.sort_by_key(|s| (s.level == Level::Framework, position(s.warning)));
+        let mut severity = group.iter().map(|s| table_severity(s)).max().unwrap_or(Severity::Warning);
+        let is_cause = fatal && causal.as_deref() == Some(code.as_str());
+        if is_cause {
+            severity = Severity::Error;
+        }
+        let mut evidence: Vec<Evidence> = group.iter().map(|s| evidence_of(s)).collect();
+        if is_cause && let Some(trail) = trail_summary(report) {
+            evidence.push(trail);
+        }
+        let hosts = group.iter().flat_map(|s| s.warning.hosts.iter().cloned().chain(s.warning.host.clone()));
+        let ranks = group.iter().flat_map(|s| s.warning.ranks.iter().copied().chain(s.warning.rank));
+        out.push(
+            finding_for(&code, severity, evidence, is_cause).on(hosts.collect::<Vec<_>>(), ranks.collect::<Vec<_>>()),
+        );
+    }
+    // An error trail with nothing that says why: the trail itself.
+    if said.is_empty() && report.error_codes.iter().any(|e| e.code != 0 && e.code != 7) {
+        out.extend(trail_only(report));
+    }
+    out
+}
+
+/// The finding for one code, in the words of the class's table entry.
+fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause: bool) -> Finding {
+    let (title, why, fix) = match CATALOGUE.class(code) {
+        Some(class) => (class.title.clone(), class.why.clone(), class.fix.clone()),
+        None if code == UNEXPLAINED_ERROR => (
+            "The job failed with an NCCL error that names no cause".to_string(),
+            "The framework reports NCCL's error code; the reason is in NCCL's own WARN lines (run with \
+             NCCL_DEBUG=WARN or INFO on every rank) or in the log of the rank that failed first."
+                .to_string(),
+            "Rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_FILE=/tmp/nccl.%h.%p) and read the first WARN on any rank; \
+             check the other ranks' logs for the process that exited first."
+                .to_string(),
+        ),
+        None => {
+            let unknown = CATALOGUE.class("unknown").cloned().unwrap_or_default();
+            (format!("NCCL warned ({} message(s) not in topo's table)", evidence.len()), unknown.why, unknown.fix)
+        }
+    };
+    let title = if is_cause { format!("{title} (the first failure in the log)") } else { title };
+    Finding::new(code, severity, title, evidence, &why, &fix)
+}
+
+/// One line about the error trail: how many propagation lines, which codes.
+fn trail_summary(report: &NcclReport) -> Option<Evidence> {
+    let mut codes: BTreeMap<i64, u64> = BTreeMap::new();
+    for trace in report.error_codes.iter().filter(|e| e.code != 0) {
+        *codes.entry(trace.code).or_default() += trace.count;
+    }
+    if codes.is_empty() {
+        return None;
+    }
+    let words: Vec<String> = codes
+        .iter()
+        .map(|(code, n)| {
+            let name = CATALOGUE.result(*code).map_or("?".to_string(), |r| r.name.clone());
+            format!("{n} × {code} ({name})")
+        })
+        .collect();
+    let first = report.error_codes.first().map_or(String::new(), |e| format!(", e.g. {} -> {}", e.location, e.code));
+    Some(Evidence { at: "error trail".into(), text: format!("propagated as {}{first}", words.join(", ")) })
+}
+
+/// Error-trail lines and nothing else: the codes say what kind of failure.
+fn trail_only(report: &NcclReport) -> Option<Finding> {
+    let first = report.error_codes.iter().find(|e| e.code != 0 && e.code != 7)?;
+    let result = CATALOGUE.result(first.code);
+    let code = result.and_then(|r| r.class.clone()).filter(|c| c != "unknown").unwrap_or(UNEXPLAINED_ERROR.into());
+    let evidence: Vec<Evidence> = report
+        .error_codes
+        .iter()
+        .filter(|e| e.code != 0)
+        .map(|e| {
+            let meaning = CATALOGUE.result(e.code).map_or(String::new(), |r| format!(" ({}: {})", r.name, r.meaning));
+            Evidence {
+                at: "error trail".into(), text: format!("{} -> {}{meaning} (×{})", e.location, e.code, e.count)
+            }
+        })
+        .collect();
+    Some(finding_for(&code, Severity::Error, evidence, true))
+}
