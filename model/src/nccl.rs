@@ -71,7 +71,7 @@ pub struct NcclReport {
     pub nccl_tests: Vec<NcclTestsRun>,
     /// The first line behind each fact `topo diagnose` cites as evidence, keyed
     /// `via/<transport>`, `network/<name>`, `env/<NAME>=<value>`,
-    /// `bootstrap/<interface>`, `gdr/<hca>`, `net-ib-not-found` and `cumem-fallback`.
+    /// `bootstrap/<interface>`, `gdr/<hca>` and `net-ib-not-found`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub first_lines: BTreeMap<String, LineRef>,
     /// Lines read, lines holding an NCCL marker or message, and lines nothing was

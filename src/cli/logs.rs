@@ -91,11 +91,15 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("no log given, and no --from snapshot holding an NCCL report (topo snapshot --nccl-log)")
         }
     };
+    let given = machine.is_some();
     if machine.is_none() && !args.log_only {
         machine = this_gpu_node_in(&report);
     }
     if let Some(snapshot) = &machine {
         report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+        if given {
+            warn_if_not_in_log(snapshot, &report);
+        }
     }
     let failed: Vec<&str> = report.inputs.iter().filter_map(|i| i.error.as_deref()).collect();
     for error in &failed {
@@ -124,6 +128,24 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A `--from` node that is not among the hosts the log names: its hardware
+/// findings are its own, not the job's, and no hop of the log is annotated.
+fn warn_if_not_in_log(snapshot: &Snapshot, report: &topo_model::nccl::NcclReport) {
+    let Some(host) = snapshot.host.hostname.as_deref() else { return };
+    let short = host.split('.').next().unwrap_or(host);
+    if report.hosts.is_empty() || report.hosts.iter().any(|h| h == host || h == short) {
+        return;
+    }
+    let mut named = report.hosts.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if report.hosts.len() > 5 {
+        named.push_str(&format!(" and {} more", report.hosts.len() - 5));
+    }
+    crate::output::warn(&format!(
+        "the given node ({host}) is not among the log's hosts ({named}): its hardware findings are its own, and no \
+         hop of the log is judged against it"
+    ));
 }
 
 /// Says on stderr which readable inputs held no NCCL output at all, and

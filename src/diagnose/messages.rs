@@ -31,10 +31,15 @@ fn code_of(said: &Said) -> String {
     }
 }
 
-/// Whether the log shows the job failed: an error trail, a framework error,
-/// a watchdog timeout or an abort.
+/// Whether the log shows the job failed: a framework error, a watchdog
+/// timeout, an abort, or an error trail that init did not get past (NCCL
+/// also prints trails for faults it recovers from, e.g. CollNet falling back
+/// to the network: then every rank that started still completes init).
 pub(super) fn fatal(report: &NcclReport) -> bool {
-    report.error_codes.iter().any(|e| e.code != 0 && e.code != 7)
+    let trail = report.error_codes.iter().any(|e| e.code != 0 && e.code != 7);
+    let init_unfinished = report.init_complete == 0
+        || report.communicators.iter().any(|c| c.ranks.iter().any(|r| !c.init_complete.contains(&r.rank)));
+    (trail && init_unfinished)
         || !report.framework_errors.is_empty()
         || !report.timeouts.is_empty()
         || report.warnings.iter().any(|w| w.text == "NCCL ABORT")

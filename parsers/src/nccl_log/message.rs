@@ -66,9 +66,6 @@ pub enum Event<'a> {
         rank: u32,
         total: f64,
     },
-    /// `cuMem host allocations do not appear to be working; falling back to a
-    /// /dev/shm/ based implementation` (2.23+, typically in containers).
-    CumemFallback,
     /// PyTorch's watchdog gave up on a collective:
     /// `[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808,
     /// OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600020 milliseconds before timing out.`
@@ -151,7 +148,7 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'R' => ring_line(message),
         b'T' => trees(message).or_else(|| graph_tree(message)),
         b'N' => nccl_or_net(message),
-        b'c' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| cumem_fallback(message)),
+        b'c' => comm_init(message).or_else(|| comm_nodes(message)),
         b'n' => comm_init(message).or_else(|| comm_nodes(message)),
         b'[' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| watchdog(message)),
         b'U' => message.strip_prefix("Using network ").map(|n| Event::UsingNetwork(n.trim())),
@@ -170,10 +167,6 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         return error_trace(message).or_else(|| tuning(message));
     }
     None
-}
-
-fn cumem_fallback(message: &str) -> Option<Event<'_>> {
-    message.starts_with("cuMem host allocations do not appear to be working").then_some(Event::CumemFallback)
 }
 
 /// PyTorch ProcessGroupNCCL watchdog lines (after the `[rankN]:` tag): the

@@ -624,7 +624,6 @@ impl LogParser {
                     push_unique(&mut self.network.bootstrap, interface);
                 }
             }
-            Event::CumemFallback => self.first_line("cumem-fallback".to_string(), line.message),
             Event::GdrForHca { hca, enabled } => {
                 self.first_line(format!("gdr/{hca}"), line.message);
                 if self.network.gdr_by_hca.len() < MAX_SMALL_TABLE {
