@@ -24,8 +24,50 @@ pub fn render(findings: &[Finding]) -> String {
         if let (Some(expected), Some(actual)) = (&finding.expected, &finding.actual) {
             let _ = writeln!(out, "  expected  {expected}; actual {actual}");
         }
+        if !finding.hosts.is_empty() || !finding.ranks.is_empty() {
+            let _ = writeln!(out, "  on        {}", applies_to(finding));
+        }
         let _ = writeln!(out, "  why       {}", finding.why);
         let _ = writeln!(out, "  fix       {}", finding.fix);
     }
     out
+}
+
+/// `hosts a, b; ranks 0-3, 7`: whom a finding concerns, compactly.
+fn applies_to(finding: &Finding) -> String {
+    let mut parts = Vec::new();
+    if !finding.hosts.is_empty() {
+        let shown: Vec<&str> = finding.hosts.iter().take(8).map(String::as_str).collect();
+        let more = finding.hosts.len().saturating_sub(shown.len());
+        let tail = if more > 0 { format!(" and {more} more") } else { String::new() };
+        parts.push(format!("hosts {}{tail}", shown.join(", ")));
+    }
+    if !finding.ranks.is_empty() {
+        parts.push(format!("ranks {}", ranges(&finding.ranks)));
+    }
+    parts.join("; ")
+}
+
+/// Sorted ranks as ranges: `0-3, 7, 9-10`.
+fn ranges(ranks: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut iter = ranks.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end += 1;
+            iter.next();
+        }
+        out.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+    }
+    out.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ranks_as_ranges() {
+        assert_eq!(super::ranges(&[0, 1, 2, 3, 7, 9, 10]), "0-3, 7, 9-10");
+        assert_eq!(super::ranges(&[5]), "5");
+    }
 }

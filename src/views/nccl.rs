@@ -272,17 +272,15 @@ fn environment(out: &mut String, report: &NcclReport) {
 fn problems(out: &mut String, report: &NcclReport) {
     if report.warning_count > 0 {
         let _ = writeln!(out, "Warnings ({} lines, {} distinct):", report.warning_count, report.warnings.len());
-        for w in &report.warnings {
-            let who = match (w.host.as_deref(), w.rank) {
-                (Some(h), Some(r)) => format!("{h} rank {r}"),
-                (Some(h), None) => h.to_string(),
-                (None, _) => "?".to_string(),
-            };
-            let source = w.source.as_deref().map(|s| format!(" {s}")).unwrap_or_default();
-            let repeat = if w.count > 1 { format!(" (×{})", w.count) } else { String::new() };
-            let _ = writeln!(out, "  {}:{} {who}{source}: {}{repeat}", w.file, w.line, w.text);
-        }
-        out.push('\n');
+        messages(out, &report.warnings);
+    }
+    if !report.notices.is_empty() {
+        let _ = writeln!(out, "Degraded choices NCCL reported ({} distinct):", report.notices.len());
+        messages(out, &report.notices);
+    }
+    if !report.framework_errors.is_empty() {
+        let _ = writeln!(out, "Framework errors carrying NCCL's words ({} distinct):", report.framework_errors.len());
+        messages(out, &report.framework_errors);
     }
     if !report.error_codes.is_empty() {
         out.push_str("Errors propagated:\n");
@@ -291,6 +289,27 @@ fn problems(out: &mut String, report: &NcclReport) {
         }
         out.push('\n');
     }
+}
+
+/// One line per distinct message: where first, who, the source location, the
+/// text, how often, and the class NCCL's message table gives it.
+fn messages(out: &mut String, list: &[topo_model::nccl::Warning]) {
+    for w in list {
+        let mut who = match (w.host.as_deref(), w.rank) {
+            (Some(h), Some(r)) => format!("{h} rank {r}"),
+            (Some(h), None) => h.to_string(),
+            (None, Some(r)) => format!("rank {r}"),
+            (None, None) => "?".to_string(),
+        };
+        if w.hosts.len() > 1 || w.ranks.len() > 1 {
+            who.push_str(&format!(" (+{} hosts, {} ranks)", w.hosts.len().saturating_sub(1), w.ranks.len()));
+        }
+        let source = w.source.as_deref().map(|s| format!(" {s}")).unwrap_or_default();
+        let repeat = if w.count > 1 { format!(" (×{})", w.count) } else { String::new() };
+        let class = w.class.as_deref().map(|c| format!(" [{c}]")).unwrap_or_default();
+        let _ = writeln!(out, "  {}:{} {who}{source}: {}{repeat}{class}", w.file, w.line, w.text);
+    }
+    out.push('\n');
 }
 
 fn collectives(out: &mut String, report: &NcclReport) {
