@@ -79,6 +79,10 @@ pub struct NcclReport {
     pub lines: u64,
     pub nccl_lines: u64,
     pub unparsed_lines: u64,
+    /// Facts read but not kept because a table reached its cap (by table):
+    /// memory stays bounded whatever the input; the counts say what is missing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_kept: BTreeMap<String, u64>,
 }
 
 /// One watchdog timeout: which rank, which collective (`ALLREDUCE`, sequence

@@ -267,3 +267,35 @@ fn watchdog_timeouts_from_the_framework() {
         ]
     );
 }
+
+/// Hand-made (issue 18): a 2-line log whose Init line claims 4,294,967,295
+/// ranks. Before, rebuilding a ring walked every claimed rank (16.8 GB); sizes
+/// read from the input are never used to size or walk anything.
+#[test]
+fn a_huge_printed_rank_count_allocates_nothing() {
+    let text = "x:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 4294967295 cudaDev 0 busId 1000 - Init START\n\
+                x:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n";
+    let mut parser = LogParser::new();
+    topo_parsers::nccl_log::feed(text.as_bytes(), &mut parser).unwrap();
+    let report = parser.finish();
+    assert_eq!(report.communicators[0].nranks, Some(4294967295));
+    assert!(report.communicators[0].rings.is_empty());
+}
+
+/// Hand-made (issue 18): 16,500 lines each naming a new host, process and
+/// communicator pointer. Every table stops at its cap over the whole input
+/// (not per host or per communicator) and the report counts what it dropped.
+#[test]
+fn tables_stop_at_their_caps_and_say_so() {
+    let mut text = String::new();
+    for i in 0..16_500u32 {
+        text.push_str(&format!(
+            "h{i}:{i}:{i} [0] NCCL INFO comm 0x{i:x} rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
+        ));
+    }
+    let mut parser = LogParser::new();
+    topo_parsers::nccl_log::feed(text.as_bytes(), &mut parser).unwrap();
+    let report = parser.finish();
+    assert_eq!(report.not_kept.get("hosts"), Some(&(16_500 - 16_384)));
+    assert!(report.hosts.len() <= 16_384);
+}

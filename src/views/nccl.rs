@@ -39,6 +39,10 @@ pub fn render(report: &NcclReport) -> String {
         "Lines: {} read, {} from NCCL, {} not understood",
         report.lines, report.nccl_lines, report.unparsed_lines
     );
+    if !report.not_kept.is_empty() {
+        let parts: Vec<String> = report.not_kept.iter().map(|(table, n)| format!("{n} {table}")).collect();
+        let _ = writeln!(out, "Not kept (tables at their cap; memory stays bounded): {}", parts.join(", "));
+    }
     out
 }
 

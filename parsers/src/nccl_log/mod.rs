@@ -6,6 +6,7 @@ pub mod catalogue;
 mod coll_line;
 mod framework;
 mod input;
+mod limits;
 pub mod message;
 mod messages;
 pub mod pattern;

@@ -97,7 +97,7 @@ impl Pattern {
             match rest.find(literal) {
                 Some(at) => rest = &rest[at + literal.len()..],
                 None if i + 1 == self.literals.len() && !rest.is_empty() => {
-                    let head = literal.trim().split_whitespace().next().unwrap_or("");
+                    let head = literal.split_whitespace().next().unwrap_or("");
                     return !head.is_empty() && rest.trim_end().ends_with(head) && literal.trim().len() > head.len();
                 }
                 None => return false,

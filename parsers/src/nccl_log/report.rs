@@ -16,6 +16,7 @@ use topo_model::nccl::{
 use super::bytes::short_eq;
 use super::catalogue::{CATALOGUE, Level as MessageLevel};
 use super::framework;
+use super::limits::{Budget, Table};
 use super::message::{self, Collective, CommInit, ConnectionLine, Event};
 use super::messages::{MessageTable, Origin};
 use super::prefix::{self, Level, LogLine};
@@ -47,12 +48,10 @@ type CollectiveAccumulator = (u64, [u64; 65], u64);
 
 /// Caps on distinct entries; past them, facts are counted but not kept.
 const MAX_COMMUNICATORS: usize = 4096;
-const MAX_CONNECTIONS_PER_COMM: usize = 1 << 20;
 /// Paths of NCCL's topology dump kept (per host, GPU to GPU and to NICs).
 const MAX_LOGGED_PATHS: usize = 1 << 14;
 const MAX_DISTINCT_ERRORS: usize = 1024;
 const MAX_DISTINCT_VIA: usize = 4096;
-const MAX_PROGRESS: usize = 1 << 16;
 const MAX_SMALL_TABLE: usize = 4096;
 const MAX_FIRST_LINES: usize = 4096;
 const MAX_TIMEOUTS: usize = 1024;
@@ -144,8 +143,12 @@ pub struct LogParser {
     /// A framework printed `Last error:`; the next line is NCCL's last WARN text.
     last_error_pending: bool,
     logged_paths: Vec<LoggedPath>,
+    /// (host, from, to) of the paths kept, to keep each once.
+    logged_path_keys: std::collections::HashSet<(Option<String>, String, String)>,
     /// The communicator of lines whose process printed no init line.
     orphans: Option<usize>,
+    /// One cap per table over the whole input.
+    budget: Budget,
     errors: BTreeMap<(String, i64), u64>,
     /// Per collective name: its statistics, in first-seen order, with an index
     /// and the last one used (consecutive COLL lines usually name the same op).
@@ -254,9 +257,9 @@ impl LogParser {
         {
             self.nccl_lines += 1;
             self.line_host = self.host_slot(line.host);
-            let state = self.line_state();
+            let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
             state.lines += 1;
-            if !state.pids.contains(&line.pid) && state.pids.len() < MAX_PROGRESS {
+            if !state.pids.contains(&line.pid) && budget.take(Table::Processes, 1) {
                 state.pids.insert(line.pid);
             }
             self.remember_prefix(text, &line);
@@ -313,9 +316,9 @@ impl LogParser {
         if line.level != Level::Bare {
             self.nccl_lines += 1;
             if line.host.is_some() {
-                let state = self.line_state();
+                let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
                 state.lines += 1;
-                if !state.pids.contains(&line.pid) && state.pids.len() < MAX_PROGRESS {
+                if !state.pids.contains(&line.pid) && budget.take(Table::Processes, 1) {
                     state.pids.insert(line.pid);
                 }
             }
@@ -326,9 +329,9 @@ impl LogParser {
         {
             // The process whose line was cut off printed too.
             let pid = prefix::split(cut).pid;
-            let state = self.host_mut(Some(host));
-            if state.pids.len() < MAX_PROGRESS {
-                state.pids.insert(pid);
+            let slot = self.host_slot(Some(host));
+            if !self.hosts[slot].1.pids.contains(&pid) && self.budget.take(Table::Processes, 1) {
+                self.hosts[slot].1.pids.insert(pid);
             }
         }
         if matches!(line.level, Level::Warn | Level::Abort) {
@@ -359,10 +362,8 @@ impl LogParser {
                 }
             }
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
-            None if line.level == Level::Info => {
-                if !self.notice(&line) && !self.topology_line(&line) {
-                    self.tuning_table.line(line.pid, line.tid, line.message);
-                }
+            None if line.level == Level::Info && !self.notice(&line) && !self.topology_line(&line) => {
+                self.tuning_table.line(line.pid, line.tid, line.message);
             }
             None => {}
         }
@@ -431,7 +432,7 @@ impl LogParser {
                 break;
             }
             let logged = LoggedPath { host: line.host.map(str::to_string), from: from.to_string(), ..path };
-            if !self.logged_paths.contains(&logged) {
+            if self.logged_path_keys.insert((logged.host.clone(), logged.from.clone(), logged.to.clone())) {
                 self.logged_paths.push(logged);
             }
         }
@@ -484,18 +485,13 @@ impl LogParser {
         if let Some(&i) = self.host_index.get(name) {
             return i;
         }
-        let name = if self.hosts.len() < MAX_PROGRESS { name } else { "" };
+        let name = if self.budget.take(Table::Hosts, 1) { name } else { "" };
         if let Some(&i) = self.host_index.get(name) {
             return i;
         }
         self.hosts.push((name.to_string(), HostState::default()));
         self.host_index.insert(name.to_string(), self.hosts.len() - 1);
         self.hosts.len() - 1
-    }
-
-    fn host_mut(&mut self, host: Option<&str>) -> &mut HostState {
-        let slot = self.host_slot(host);
-        &mut self.hosts[slot].1
     }
 
     /// The state of the current line's host.
@@ -554,7 +550,7 @@ impl LogParser {
     /// init line (yet) go to one shared communicator, never to whichever was
     /// created last: which one they belong to is decided when the report is
     /// made, by rank count ([`merge_orphans`]).
-    fn current(&mut self, line: &LogLine) -> &mut CommState {
+    fn current(&mut self, line: &LogLine) -> (&mut CommState, &mut Budget) {
         let index = match self.current_index(line) {
             Some(i) => i,
             None => {
@@ -563,9 +559,9 @@ impl LogParser {
                 index
             }
         };
-        let comm = &mut self.comms[index];
-        comm.saw_host(line.host);
-        comm
+        let (comm, budget) = (&mut self.comms[index], &mut self.budget);
+        comm.saw_host(line.host, budget);
+        (comm, budget)
     }
 
     fn new_comm(&mut self, id: String) -> usize {
@@ -586,9 +582,14 @@ impl LogParser {
             }
             Event::Env { name, value } => {
                 self.first_line(format!("env/{name}={value}"), line.message);
-                let hosts = self.env.entry((name.to_string(), value.to_string())).or_default();
+                let key = (name.to_string(), value.to_string());
+                if !self.env.contains_key(&key) && !self.budget.take(Table::EnvHosts, 1) {
+                    return;
+                }
+                let hosts = self.env.entry(key).or_default();
                 if let Some(host) = line.host
-                    && hosts.len() < MAX_SMALL_TABLE
+                    && !hosts.contains(host)
+                    && self.budget.take(Table::EnvHosts, 1)
                 {
                     hosts.insert(host.to_string());
                 }
@@ -598,12 +599,19 @@ impl LogParser {
                 push_unique(&mut self.network.used, name)
             }
             Event::NetDevices(devices) => {
-                if let Some(host) = line.host
-                    && (self.network.devices_by_host.len() < MAX_SMALL_TABLE
-                        || self.network.devices_by_host.contains_key(host))
-                {
-                    let listed = self.network.devices_by_host.entry(host.to_string()).or_default();
-                    devices.iter().for_each(|d| push_unique(listed, d));
+                if let Some(host) = line.host {
+                    let budget = &mut self.budget;
+                    let listed = self.network.devices_by_host.get(host).map_or(0, Vec::len);
+                    if listed == 0 && budget.take(Table::HostDevices, 1) {
+                        self.network.devices_by_host.insert(host.to_string(), Vec::new());
+                    }
+                    if let Some(listed) = self.network.devices_by_host.get_mut(host) {
+                        for device in &devices {
+                            if !listed.iter().any(|d| d == device) && budget.take(Table::HostDevices, 1) {
+                                listed.push(device.to_string());
+                            }
+                        }
+                    }
                 }
                 devices.into_iter().for_each(|d| push_unique(&mut self.network.devices, d))
             }
@@ -635,40 +643,43 @@ impl LogParser {
                 let index = self.host(line.host).and_then(|h| h.comm_for_pointer(comm, line.pid));
                 let state = match index {
                     Some(i) => &mut self.comms[i],
-                    None => self.current(line),
+                    None => self.current(line).0,
                 };
                 state.nranks = Some(nranks);
                 state.nnodes = Some(nnodes);
             }
             Event::RingOrder { channel, ranks } => {
-                let comm = self.current(line);
+                let (comm, budget) = self.current(line);
                 ranks.iter().for_each(|r| comm.saw_rank(*r));
-                if comm.ring_orders.len() < MAX_SMALL_TABLE {
-                    comm.ring_orders.entry(channel).or_insert(ranks);
+                if !comm.ring_orders.contains_key(&channel)
+                    && budget.take(Table::RingOrderRanks, ranks.len() as u64 + 1)
+                {
+                    comm.ring_orders.insert(channel, ranks);
                 }
             }
             Event::RingNeighbours { channel, prev, me, next } => {
-                let comm = self.current(line);
+                let (comm, budget) = self.current(line);
                 [prev, me, next].iter().for_each(|r| comm.saw_rank(*r));
-                if comm.ring_next.len() < MAX_SMALL_TABLE {
+                let known = comm.ring_next.get(&channel).is_some_and(|n| n.contains_key(&me));
+                if known || budget.take(Table::RingEdges, 1) {
                     comm.ring_next.entry(channel).or_default().insert(me, next);
                     comm.ring_prev.entry(channel).or_default().insert(me, prev);
                 }
             }
             Event::Connection(connection) => self.connection(line, connection),
             Event::Trees(entries) => {
-                let comm = self.current(line);
+                let (comm, budget) = self.current(line);
                 for (channel, parent, me, children) in entries {
-                    comm.add_tree(channel, parent, me, &children);
+                    comm.add_tree(channel, parent, me, &children, budget);
                 }
             }
             Event::GraphTree { channel, parent, me, children } => {
-                let comm = self.current(line);
-                comm.add_tree(channel, parent, me, &children);
+                let (comm, budget) = self.current(line);
+                comm.add_tree(channel, parent, me, &children, budget);
             }
-            Event::Channels(counts) => self.current(line).channels = Some(counts),
+            Event::Channels(counts) => self.current(line).0.channels = Some(counts),
             Event::GraphSearch(graph) => {
-                let comm = self.current(line);
+                let (comm, _) = self.current(line);
                 if !comm.graphs.contains(&graph) && comm.graphs.len() < 64 {
                     comm.graphs.push(graph);
                 }
@@ -694,7 +705,7 @@ impl LogParser {
                 }
             }
             Event::InitTimings { total, .. } => {
-                let comm = self.current(line);
+                let (comm, _) = self.current(line);
                 comm.init_seconds = Some(comm.init_seconds.map_or(total, |t: f64| t.max(total)));
             }
             Event::Collective(collective) => self.collective(line, collective),
@@ -741,23 +752,24 @@ impl LogParser {
                 }
             }
         };
-        let state = self.line_state();
+        let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
         state.last_collective.clear();
-        if known.is_none() && state.comm_by_pointer.len() < MAX_SMALL_TABLE * 16 {
+        if known.is_none() && budget.take(Table::CommPointers, 1) {
             state.comm_by_pointer.entry(init.comm.to_string()).or_default().push((line.pid, index));
         }
-        if state.current_by_thread.len() < MAX_PROGRESS {
-            state.current_by_thread.insert((line.pid, line.tid), index);
+        let thread = (line.pid, line.tid);
+        if state.current_by_thread.contains_key(&thread) || budget.take(Table::Threads, 1) {
+            state.current_by_thread.insert(thread, index);
             state.current_by_pid.insert(line.pid, index);
         }
-        let comm = &mut self.comms[index];
+        let (comm, budget) = (&mut self.comms[index], &mut self.budget);
         comm.nranks = Some(init.nranks);
         comm.saw_rank(init.rank);
-        comm.saw_host(line.host);
-        if init.complete {
+        comm.saw_host(line.host, budget);
+        if init.complete && (comm.init_complete.contains(&init.rank) || budget.take(Table::Ranks, 1)) {
             comm.init_complete.insert(init.rank);
         }
-        if comm.ranks.len() < MAX_SMALL_TABLE || comm.ranks.contains_key(&init.rank) {
+        if comm.ranks.contains_key(&init.rank) || budget.take(Table::Ranks, 1) {
             let rank =
                 comm.ranks.entry(init.rank).or_insert_with(|| RankInfo { rank: init.rank, ..RankInfo::default() });
             rank.host = line.host.map(str::to_string);
@@ -766,7 +778,9 @@ impl LogParser {
             rank.nvml_dev = init.nvml_dev.or(rank.nvml_dev);
             rank.bus_id = init.bus_id.and_then(|b| BusId::from_nccl_int(b).ok()).or(rank.bus_id);
         }
-        if let Some(host) = line.host {
+        if let Some(host) = line.host
+            && (comm.rank_hosts.contains_key(&init.rank) || budget.take(Table::RankHosts, 1))
+        {
             comm.rank_hosts.insert(init.rank, host.to_string());
         }
     }
@@ -776,7 +790,7 @@ impl LogParser {
             *self.via.entry(connection.via.to_string()).or_default() += 1;
             self.first_line(format!("via/{}", connection.via), line.message);
         }
-        let comm = self.current(line);
+        let (comm, budget) = self.current(line);
         comm.saw_rank(connection.from);
         connection.to.iter().for_each(|r| comm.saw_rank(*r));
         // P2P/SHM lines and [send] halves are printed by the sender, [receive] by the receiver.
@@ -785,19 +799,20 @@ impl LogParser {
             _ => connection.from,
         };
         if let Some(host) = line.host
-            && comm.rank_hosts.len() < MAX_SMALL_TABLE
+            && !comm.rank_hosts.contains_key(&printer)
+            && budget.take(Table::RankHosts, 1)
         {
-            comm.rank_hosts.entry(printer).or_insert_with(|| host.to_string());
+            comm.rank_hosts.insert(printer, host.to_string());
         }
-        if comm.connections.len() < MAX_CONNECTIONS_PER_COMM {
-            let key = (
-                connection.channel,
-                connection.conn_index,
-                connection.from,
-                connection.to,
-                connection.direction,
-                connection.via.to_string(),
-            );
+        let key = (
+            connection.channel,
+            connection.conn_index,
+            connection.from,
+            connection.to,
+            connection.direction,
+            connection.via.to_string(),
+        );
+        if !comm.connections.contains(&key) && budget.take(Table::Connections, 1) {
             comm.connections.insert(key);
         }
     }
@@ -875,22 +890,22 @@ impl LogParser {
         nranks: Option<u32>,
     ) -> Option<(Option<usize>, usize)> {
         let index = self.host(line.host).and_then(|h| h.comm_for_pointer(pointer, line.pid));
-        let comm = match index {
-            Some(i) => &mut self.comms[i],
+        let (comm, budget) = match index {
+            Some(i) => (&mut self.comms[i], &mut self.budget),
             None => self.current(line),
         };
-        comm.saw_host(line.host);
+        comm.saw_host(line.host, budget);
         if comm.coll_nranks.is_none() {
             comm.coll_nranks = nranks;
         }
         let rank = index.and_then(|i| {
             self.comms[i].ranks.values().find(|r| r.host.as_deref() == line.host && r.pid == line.pid).map(|r| r.rank)
         });
-        let state = self.line_state();
+        let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
         let known = state.progress_index.get(pointer).and_then(|list| list.iter().find(|(pid, _)| *pid == line.pid));
         let slot = match known {
             Some((_, slot)) => *slot,
-            None if state.progress.len() < MAX_PROGRESS => {
+            None if budget.take(Table::Progress, 1) => {
                 state.progress.push((pointer.to_string(), line.pid, Progress { rank, ..Progress::default() }));
                 let slot = state.progress.len() - 1;
                 state.progress_index.entry(pointer.to_string()).or_default().push((line.pid, slot));
@@ -934,6 +949,16 @@ impl LogParser {
                 hosts: hosts.iter().map(|h| rename(h)).collect::<BTreeSet<_>>().into_iter().collect(),
             })
             .collect();
+        let mut not_kept = self.budget.not_kept();
+        for (name, table) in [
+            ("distinct warnings", &self.warnings),
+            ("distinct notices", &self.notices),
+            ("distinct framework errors", &self.framework_errors),
+        ] {
+            if table.dropped > 0 {
+                not_kept.insert(name.to_string(), table.dropped);
+            }
+        }
         let warning_count = self.warnings.count;
         let warnings = self.warnings.finish(MessageLevel::Warn, &rename);
         let notices = self.notices.finish(MessageLevel::Info, &rename);
@@ -1029,6 +1054,7 @@ impl LogParser {
             lines: self.lines,
             nccl_lines: self.nccl_lines,
             unparsed_lines: self.unparsed_lines,
+            not_kept,
         };
         report.annotate_from_logged_paths();
         report
@@ -1066,9 +1092,7 @@ impl CommState {
         if let Some(rank) = other.highest_rank {
             self.saw_rank(rank);
         }
-        for host in &other.hosts_seen {
-            self.saw_host(Some(host));
-        }
+        self.hosts_seen.extend(other.hosts_seen);
         self.nnodes = self.nnodes.or(other.nnodes);
         for (rank, info) in other.ranks {
             self.ranks.entry(rank).or_insert(info);
@@ -1094,11 +1118,8 @@ impl CommState {
         for (key, tree) in other.trees {
             self.trees.entry(key).or_insert(tree);
         }
-        for connection in other.connections {
-            if self.connections.len() < MAX_CONNECTIONS_PER_COMM {
-                self.connections.insert(connection);
-            }
-        }
+        // Already counted against the budget when first read.
+        self.connections.extend(other.connections);
         self.channels = self.channels.take().or(other.channels);
         for graph in other.graphs {
             if !self.graphs.contains(&graph) && self.graphs.len() < 64 {
@@ -1109,10 +1130,10 @@ impl CommState {
         self.init_seconds = self.init_seconds.or(other.init_seconds);
     }
 
-    fn saw_host(&mut self, host: Option<&str>) {
+    fn saw_host(&mut self, host: Option<&str>, budget: &mut Budget) {
         if let Some(host) = host
-            && self.hosts_seen.len() < MAX_SMALL_TABLE
             && !self.hosts_seen.contains(host)
+            && budget.take(Table::CommHosts, 1)
         {
             self.hosts_seen.insert(host.to_string());
         }
@@ -1122,13 +1143,13 @@ impl CommState {
         self.highest_rank = Some(self.highest_rank.map_or(rank, |r| r.max(rank)));
     }
 
-    fn add_tree(&mut self, channel: u32, parent: i64, me: i64, children: &[i64]) {
+    fn add_tree(&mut self, channel: u32, parent: i64, me: i64, children: &[i64], budget: &mut Budget) {
         let Ok(me) = u32::try_from(me) else { return };
         self.saw_rank(me);
         for rank in children.iter().chain([&parent]).filter_map(|r| u32::try_from(*r).ok()) {
             self.saw_rank(rank);
         }
-        if self.trees.len() >= MAX_SMALL_TABLE * 16 {
+        if !self.trees.contains_key(&(channel, me)) && !budget.take(Table::Trees, 1 + children.len() as u64) {
             return;
         }
         let children = children.iter().filter_map(|c| u32::try_from(*c).ok()).collect();
@@ -1282,6 +1303,11 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
     }
     backward.reverse();
     let placed = forward.len() + backward.len();
+    // At most one rank may be missing: a printed size far above the ranks
+    // seen (a hostile `nranks 4294967295`) is not walked rank by rank.
+    if total > placed + 1 {
+        return None;
+    }
     let missing: Vec<u32> = (0..nranks?).filter(|r| !forward.contains(r) && !backward.contains(r)).collect();
     match missing.as_slice() {
         [] if placed == total => Some([forward, backward].concat()),
@@ -1294,19 +1320,18 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
 /// name with junk glued in front (application output without a newline) is
 /// folded into that name.
 fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
-    let mut names: Vec<(&String, &u64)> = lines.iter().collect();
-    names.sort();
-    names
+    // Each name's proper suffixes are looked up (linear in the names' length,
+    // not quadratic in their number): the longest known one printed more often wins.
+    lines
         .iter()
         .map(|(name, count)| {
-            let target = names
-                .iter()
-                .filter(|(other, other_count)| {
-                    other.len() < name.len() && name.ends_with(other.as_str()) && *other_count > *count
-                })
-                .max_by_key(|(other, _)| other.len())
-                .map_or((*name).clone(), |(other, _)| (*other).clone());
-            ((*name).clone(), target)
+            let target = name
+                .char_indices()
+                .skip(1)
+                .map(|(at, _)| &name[at..])
+                .find(|suffix| lines.get(*suffix).is_some_and(|other| other > count))
+                .map_or_else(|| name.clone(), str::to_string);
+            (name.clone(), target)
         })
         .collect()
 }
