@@ -23,7 +23,9 @@ fn findings(args: &[&str]) -> Vec<Finding> {
 
 /// The codes each real log should raise (logs not listed raise none). What
 /// each rests on, from the log itself: 001/002 `GPU Direct RDMA Disabled` on a
-/// one-node job (info); 004 `via NET/Socket` on 64 AWS ranks over 16 hosts;
+/// one-node job (info); 004 `via NET/Socket` on 64 AWS ranks over 16 hosts; 008
+/// rank 0 broadcasting 25503912 float16 where ranks 1, 5, 7 broadcast 53 int64 at
+/// opCount 0;
 /// 010/011 `/dev/shm ... No space left on device`; 013/038 `via SHM` with no
 /// topology to judge it (info); 014 `Duplicate GPU detected`; 016 PyTorch's
 /// watchdog timeouts; 019 `CollNet is not supported or fails to initialize`;
@@ -39,6 +41,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("001", &["gdr-disabled"]),
     ("002", &["gdr-disabled"]),
     ("004", &["net-socket-fallback"]),
+    ("008", &["collective-mismatch"]),
     ("010", &["shm-too-small"]),
     ("011", &["shm-too-small"]),
     ("013", &["p2p-not-used"]),

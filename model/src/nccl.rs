@@ -454,6 +454,24 @@ pub struct RankProgress {
     pub last_op: String,
     pub last_op_count: u64,
     pub calls: u64,
+    /// The communicator size its COLL lines printed (`[nranks=8]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nranks: Option<u32>,
+    /// Its last few collectives, oldest first: what ranks of one communicator
+    /// issued at the same opCount must agree (a mismatch is a program bug).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recent: Vec<CollectiveCall>,
+}
+
+/// One collective call as a COLL line printed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CollectiveCall {
+    pub op_count: u64,
+    pub op: String,
+    /// Elements, not bytes.
+    pub count: u64,
+    /// `ncclDataType_t` (7 = float32).
+    pub datatype: u32,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

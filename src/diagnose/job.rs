@@ -153,3 +153,79 @@ pub(super) fn small_messages(inputs: &Inputs) -> Option<Finding> {
          communication with compute, or use CUDA graphs to cut launch overhead.",
     ))
 }
+
+/// Ranks of one communicator that issued different collectives at the same
+/// opCount (COLL lines): a program bug that hangs the job, not a network fault.
+/// Processes are grouped by the size their COLL lines print (each process has
+/// its own communicator pointer); a process whose recent opCounts do not
+/// increase (2.27 prints 0 for every call) cannot be compared and is left out.
+pub(super) fn collective_mismatch(inputs: &Inputs) -> Option<Finding> {
+    type Who<'a> = (&'a topo_model::nccl::RankProgress, (&'a str, u64, u32));
+    let mut by_call: BTreeMap<(u32, u64), Vec<Who>> = BTreeMap::new();
+    for p in &inputs.report.progress {
+        let Some(nranks) = p.nranks else { continue };
+        let increasing = p.recent.windows(2).all(|w| w[0].op_count < w[1].op_count);
+        if !increasing {
+            continue;
+        }
+        for call in &p.recent {
+            by_call.entry((nranks, call.op_count)).or_default().push((p, (&call.op, call.count, call.datatype)));
+        }
+    }
+    let mut evidence = Vec::new();
+    let (mut hosts, mut ranks) = (Vec::new(), Vec::new());
+    for ((nranks, op_count), calls) in by_call {
+        let mut kinds: BTreeMap<(&str, u64, u32), Vec<String>> = BTreeMap::new();
+        for (p, kind) in &calls {
+            let who = format!("{}:{}", p.host.as_deref().unwrap_or("?"), p.pid.map_or("?".into(), |x| x.to_string()));
+            kinds.entry(*kind).or_default().push(who);
+            hosts.extend(p.host.clone());
+            ranks.extend(p.rank);
+        }
+        if kinds.len() < 2 {
+            continue;
+        }
+        let parts: Vec<String> = kinds
+            .iter()
+            .map(|((op, count, datatype), who)| {
+                format!("{} {op} of {count} × {}", who.join(", "), datatype_name(*datatype))
+            })
+            .collect();
+        evidence.push(fact(
+            "COLL lines",
+            format!("opCount {op_count:#x} in {nranks}-rank communicators: {}", parts.join(" vs ")),
+        ));
+    }
+    (!evidence.is_empty()).then(|| {
+        Finding::new(
+            "collective-mismatch",
+            Severity::Error,
+            "Ranks issued different collectives at the same point".into(),
+            evidence,
+            "Every rank of a communicator must issue the same collectives in the same order with the same count and \
+             datatype; here they did not, so the ranks wait for each other forever (or exchange garbage).",
+            "Find the diverging code path (data-dependent control flow, an uneven last batch, a rank skipping a step, \
+             parameters in a different order); PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective.",
+        )
+        .on(hosts, ranks)
+    })
+}
+
+/// `ncclDataType_t` names.
+fn datatype_name(datatype: u32) -> &'static str {
+    match datatype {
+        0 => "int8",
+        1 => "uint8",
+        2 => "int32",
+        3 => "uint32",
+        4 => "int64",
+        5 => "uint64",
+        6 => "float16",
+        7 => "float32",
+        8 => "float64",
+        9 => "bfloat16",
+        10 => "float8e4m3",
+        11 => "float8e5m2",
+        _ => "datatype ?",
+    }
+}

@@ -19,5 +19,6 @@ pub const RULES: &[Rule] = &[
     settings::few_channels,
     network::bootstrap_interface,
     job::collective_timeout,
+    job::collective_mismatch,
     job::small_messages,
 ];

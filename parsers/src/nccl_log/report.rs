@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use topo_model::BusId;
 use topo_model::nccl::{
-    ChannelCounts, CollectiveStats, CollectiveTimeout, Communicator, Connection, Direction, EnvOverride, ErrorTrace,
-    GraphSearch, LineRef, LoggedPath, NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, Ring,
-    TransportKind, TreeNode, TuningChoice,
+    ChannelCounts, CollectiveCall, CollectiveStats, CollectiveTimeout, Communicator, Connection, Direction,
+    EnvOverride, ErrorTrace, GraphSearch, LineRef, LoggedPath, NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network,
+    RankInfo, RankProgress, Ring, TransportKind, TreeNode, TuningChoice,
 };
 
 use super::bytes::short_eq;
@@ -118,7 +118,14 @@ struct Progress {
     last_op: Option<usize>,
     last_op_count: u64,
     calls: u64,
+    nranks: Option<u32>,
+    /// The last [`RECENT_CALLS`] calls: (opCount, op index, count, datatype),
+    /// a ring written at `calls % RECENT_CALLS`.
+    recent: [(u64, usize, u64, u32); RECENT_CALLS],
 }
+
+/// Collectives remembered per (process, communicator), to compare ranks.
+const RECENT_CALLS: usize = 4;
 
 /// Reads lines one at a time; [`LogParser::finish`] gives the report.
 #[derive(Default)]
@@ -864,9 +871,15 @@ impl LogParser {
         let Some((_, _, progress)) = state.progress.get_mut(slot) else {
             return;
         };
+        if let (Some(slot), Some(op_index)) =
+            (progress.recent.get_mut(progress.calls as usize % RECENT_CALLS), op_index)
+        {
+            *slot = (op.op_count, op_index, op.count, op.datatype);
+        }
         progress.calls += 1;
         progress.last_op_count = op.op_count;
         progress.last_op = op_index;
+        progress.nranks = progress.nranks.or(op.nranks);
         if cached.is_none() {
             let entry = (line.pid, pointer.to_string(), index, slot);
             // One entry per (process, communicator): a thread that takes turns
@@ -990,6 +1003,15 @@ impl LogParser {
                     last_op: p.last_op.and_then(|i| op_names.get(i)).cloned().unwrap_or_default(),
                     last_op_count: p.last_op_count,
                     calls: p.calls,
+                    nranks: p.nranks,
+                    recent: (0..RECENT_CALLS.min(p.calls as usize))
+                        .rev()
+                        .filter_map(|back| {
+                            let at = (p.calls as usize - 1 - back) % RECENT_CALLS;
+                            let (op_count, op, count, datatype) = *p.recent.get(at)?;
+                            Some(CollectiveCall { op_count, op: op_names.get(op)?.clone(), count, datatype })
+                        })
+                        .collect(),
                 });
             }
         }
