@@ -299,3 +299,26 @@ fn tables_stop_at_their_caps_and_say_so() {
     assert_eq!(report.not_kept.get("hosts"), Some(&(16_500 - 16_384)));
     assert!(report.hosts.len() <= 16_384);
 }
+
+/// Hand-made lines in the shapes the research notes quote (no real log of the
+/// corpus has them): two writes glued on one line both count, a 2.2-era WARN
+/// without the word NCCL is a warning, merged virtual NICs give their devices.
+#[test]
+fn glued_legacy_and_merged_nic_lines() {
+    let text = "hostA:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n\
+                hostA:1:3 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init START\n\
+                hostA:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPChostA:1:3 [1] NCCL INFO Channel 00 : 1[1] -> 0[0] via P2P/IPC\n\
+                hostA:1:2 [0] NCCL INFO NET/IB : Using [0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} [1]={[0] mlx5_4:1/RoCE, [1] mlx5_5:1/RoCE} [RO]; OOB eth0:10.0.0.1<0>\n\
+                hostA:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.0.1.1<0>\n\
+                oldhost:77:78 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out\n";
+    let mut parser = LogParser::new();
+    topo_parsers::nccl_log::feed(text.as_bytes(), &mut parser).unwrap();
+    let report = parser.finish();
+    assert_eq!(report.via.get("P2P/IPC"), Some(&2), "{:?}", report.via);
+    assert_eq!(report.communicators[0].rings[0].order, [0, 1]);
+    assert_eq!(report.network.devices, ["mlx5_2:1/RoCE", "mlx5_3:1/RoCE", "mlx5_4:1/RoCE", "mlx5_5:1/RoCE"]);
+    assert_eq!(report.network.socket_interfaces, ["eth0", "eth1"]);
+    assert_eq!(report.warning_count, 1);
+    assert_eq!(report.warnings[0].class.as_deref(), Some("bootstrap-connect-failure"));
+    assert!(report.hosts.contains(&"oldhost".to_string()));
+}

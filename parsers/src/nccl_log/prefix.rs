@@ -291,6 +291,37 @@ mod tests {
     }
 
     #[test]
+    fn nccl_22_lines_without_the_word_nccl() {
+        let info = split("node1:1234:1250 [0] INFO NET : Using interface eth0:10.0.0.1<0>");
+        assert_eq!((info.level, info.host, info.pid, info.cuda_dev), (Level::Info, Some("node1"), Some(1234), Some(0)));
+        assert_eq!(info.message, "NET : Using interface eth0:10.0.0.1<0>");
+        let warn = split("node1:1234:1250 [0] include/socket.h:360 WARN Call to connect failed : Connection timed out");
+        assert_eq!((warn.level, warn.source), (Level::Warn, Some("include/socket.h:360")));
+        assert_eq!(warn.message, "Call to connect failed : Connection timed out");
+        // An application's own INFO/WARN words are not NCCL's.
+        assert_eq!(split("2024-01-01 12:00:00 INFO starting epoch 3").level, Level::Bare);
+        assert_eq!(split("[W] WARN something odd").level, Level::Bare);
+    }
+
+    #[test]
+    fn a_launchers_rank_tag_before_the_prefix() {
+        let line = split("[3] node7:4021:4100 [1] NCCL INFO Channel 00 : 3[1] -> 4[0] via NET/IB/0");
+        assert_eq!((line.host, line.pid, line.cuda_dev), (Some("node7"), Some(4021), Some(1)));
+        assert_eq!(line.message, "Channel 00 : 3[1] -> 4[0] via NET/IB/0");
+    }
+
+    #[test]
+    fn glued_writes_are_cut_before_the_second_prefix() {
+        let text = "hostA:1:2 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPChostA:1:3 [1] NCCL INFO Ring 00 : 1[1] -> 0[0] via P2P/IPC";
+        let starts = glued_starts(text);
+        assert_eq!(starts.len(), 1);
+        // The host token carries the end of the first message; the reader cuts it
+        // where a known host name begins.
+        assert_eq!(starts[0].1, "P2P/IPChostA");
+        assert_eq!(&text[starts[0].0..starts[0].0 + 12], "P2P/IPChostA");
+    }
+
+    #[test]
     fn interleaved_redacted_and_bare() {
         let line = split("hostA:1:2 [6] NCCL INFO hostA:1:3 [7] NCCL INFO Ring 04 : 7[7] -> 3[3] via P2P/IPC");
         assert_eq!((line.tid, line.cuda_dev, line.interrupted), (Some(3), Some(7), true));
