@@ -37,7 +37,7 @@ fn human_report_of_a_four_node_sharp_run() {
 #[test]
 fn json_is_the_documented_interface() {
     let report = json(&["nccl", log("044").to_str().unwrap(), "--format", "json"]);
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
     let comm = &report["communicators"][0];
     assert_eq!((comm["nranks"].as_u64(), comm["nnodes"].as_u64()), (Some(8), Some(4)));
     assert_eq!(comm["ranks"][2]["host"], "gpu36");
@@ -56,7 +56,7 @@ fn json_is_the_documented_interface() {
         assert!(report.get(key).is_some(), "{key}");
     }
     let yaml = topo().args(["nccl", log("044").to_str().unwrap(), "--format", "yaml"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&yaml.stdout).starts_with("schema_version: 1"));
+    assert!(String::from_utf8_lossy(&yaml.stdout).starts_with("schema_version: 2"));
 }
 
 #[test]
@@ -165,4 +165,65 @@ fn a_machine_file_beside_the_log_acts_as_from() {
     let hop = &annotated["communicators"][0]["connections"][0];
     assert_eq!((hop["hardware"]["smi"].as_str(), hop["hardware"]["nccl"].as_str()), (Some("PIX"), Some("PIX")));
     assert_eq!(hop["hardware"]["expected_gbps"], 31.5);
+}
+
+/// The wrong file is not "0 findings": a real binary (an hwloc capture), a
+/// real text file that is not a log (this repository's SOURCES.md) and an
+/// empty file each exit 2 with the reason on stderr, for `nccl` and
+/// `diagnose --fail-on` alike; beside a real log, such a file is only named.
+#[test]
+fn input_with_no_nccl_output_exits_2() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let binary = root.join("tests/fixtures/hwloc/16amd64-8n2c/16amd64-8n2c.tar.bz2");
+    let prose = root.join("tests/fixtures/SOURCES.md");
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.log");
+    std::fs::write(&empty, "").unwrap();
+    for wrong in [&binary, &prose, &empty] {
+        topo()
+            .arg("nccl")
+            .arg(wrong)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("nothing in it was NCCL output"));
+        topo()
+            .args(["diagnose", "--log-only", "--fail-on", "error"])
+            .arg(wrong)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("no NCCL output in the input"));
+    }
+    topo()
+        .args(["diagnose", "--log-only"])
+        .arg(log("010"))
+        .arg(&prose)
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("SOURCES.md: nothing in it was NCCL output"));
+}
+
+/// A PyTorch failure pasted without any NCCL line (the framework's error and
+/// NCCL's last WARN after `Last error:`, as ProcessGroupNCCL prints them) is
+/// NCCL output: the WARN's class is the cause. Hand-made from the wording in
+/// the research notes (torch 2.3, NCCL 2.20.5).
+#[test]
+fn a_framework_error_alone_is_diagnosed_by_its_last_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torch.log");
+    let mut file = std::fs::File::create(&path).unwrap();
+    writeln!(
+        file,
+        "[rank1]: Traceback (most recent call last):\n\
+         [rank1]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n\
+         [rank1]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. \n\
+         [rank1]: Last error:\n\
+         [rank1]: Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)"
+    )
+    .unwrap();
+    let output = topo().args(["diagnose", "--log-only", "--format", "json"]).arg(&path).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let found: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(found[0]["code"], "shm-too-small", "{found:#}");
+    assert_eq!(found[0]["severity"], "error");
+    assert_eq!(found[0]["ranks"], serde_json::json!([1]));
 }

@@ -127,7 +127,7 @@ fn position(w: &Warning) -> (String, u64) {
 
 /// The findings for every message; the first causal one of a failed job is an
 /// error and comes first.
-pub(super) fn findings(report: &NcclReport) -> Vec<Finding> {
+pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     let mut said: Vec<Said> = Vec::new();
     said.extend(report.warnings.iter().map(|warning| Said { warning, level: Level::Warn }));
     said.extend(report.notices.iter().map(|warning| Said { warning, level: Level::Info }));
@@ -165,9 +165,19 @@ pub(super) fn findings(report: &NcclReport) -> Vec<Finding> {
     }
     // An error trail with nothing that says why: the trail itself.
     if said.is_empty() && report.error_codes.iter().any(|e| e.code != 0 && e.code != 7) {
-        out.extend(trail_only(report));
+        let trail = trail_only(report);
+        let cause = trail.as_ref().map(|f| f.code.clone());
+        out.extend(trail);
+        return (out, cause);
     }
-    out
+    let cause = causal.filter(|_| fatal);
+    if let Some(cause) = cause.as_deref().filter(|c| *c != UNEXPLAINED_ERROR) {
+        // The framework's own report is the echo of the cause found above.
+        for finding in out.iter_mut().filter(|f| f.code == UNEXPLAINED_ERROR) {
+            finding.title = format!("The framework reported NCCL's failure (its cause: {cause})");
+        }
+    }
+    (out, cause)
 }
 
 /// The finding for one code, in the words of the class's table entry.

@@ -18,11 +18,11 @@ pub struct Inputs<'a> {
     pub machine: Option<&'a Snapshot>,
 }
 
-/// Every finding, most severe first; among equals, the one whose evidence
-/// comes earliest in the log first (the cause before its echoes), then by code.
+/// Every finding: the cause of a failed job first, then most severe first;
+/// among equals, the one whose evidence comes earliest in the log, then by code.
 pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding> {
     let inputs = Inputs { report, machine };
-    let mut findings: Vec<Finding> = messages::findings(report);
+    let (mut findings, cause) = messages::findings(report);
     findings.extend(rules::RULES.iter().filter_map(|rule| rule(&inputs)));
     let mut findings = merge_same_code(findings);
     for finding in &mut findings {
@@ -32,8 +32,14 @@ pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding>
         }
     }
     findings.extend(machine.map(crate::checks::hardware).unwrap_or_default());
+    // The cause of a failed job first, then by severity, then log order.
+    let is_cause = |f: &Finding| cause.as_deref() == Some(f.code.as_str());
     findings.sort_by(|a, b| {
-        b.severity.cmp(&a.severity).then_with(|| first_line(a).cmp(&first_line(b))).then_with(|| a.code.cmp(&b.code))
+        is_cause(b)
+            .cmp(&is_cause(a))
+            .then_with(|| b.severity.cmp(&a.severity))
+            .then_with(|| first_line(a).cmp(&first_line(b)))
+            .then_with(|| a.code.cmp(&b.code))
     });
     findings
 }

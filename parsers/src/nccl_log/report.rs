@@ -345,7 +345,7 @@ impl LogParser {
             self.warning(&line, number);
             return;
         }
-        if line.level == Level::Bare && self.framework_line(&line) {
+        if line.level == Level::Bare && self.framework_line(&line, text) {
             return;
         }
         match message::parse(line.message) {
@@ -379,20 +379,22 @@ impl LogParser {
     /// A framework's error line carrying NCCL's words, or the `Last error:`
     /// text after one (PyTorch prints NCCL's last WARN there). Counts as NCCL
     /// output: a log of nothing but these is still an NCCL failure.
-    fn framework_line(&mut self, line: &LogLine) -> bool {
+    fn framework_line(&mut self, line: &LogLine, raw: &str) -> bool {
         let text = line.message;
+        // The rank is in the launcher's tag, which the splitter removed.
+        let rank = framework::rank_in(raw);
         if self.last_error_pending && !text.trim().is_empty() {
             self.last_error_pending = false;
             self.nccl_lines += 1;
-            self.add_framework_error(text.trim(), Some("Last error"));
+            self.add_framework_error(text.trim(), Some("Last error"), rank);
             return true;
         }
         let Some(found) = framework::recognise(text) else { return false };
         self.nccl_lines += 1;
         match found {
             framework::Found::LastErrorNext => self.last_error_pending = true,
-            framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error")),
-            framework::Found::Error => self.add_framework_error(text.trim(), None),
+            framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
+            framework::Found::Error => self.add_framework_error(text.trim(), None, rank),
             // Watchdog lines are read as timeouts below, with their sequence
             // numbers and limits: the timeout rule cites them.
             framework::Found::Watchdog => return false,
@@ -400,10 +402,10 @@ impl LogParser {
         true
     }
 
-    fn add_framework_error(&mut self, text: &str, source: Option<&str>) {
+    fn add_framework_error(&mut self, text: &str, source: Option<&str>, rank: Option<u32>) {
         let origin = Origin {
             host: None,
-            rank: framework::rank_in(text),
+            rank: rank.or_else(|| framework::rank_in(text)),
             cuda_dev: None,
             file: &self.input_name,
             line: self.line_number,
