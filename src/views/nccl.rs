@@ -29,6 +29,7 @@ pub fn render(report: &NcclReport) -> String {
     for (index, comm) in report.communicators.iter().enumerate() {
         communicator(&mut out, index, comm);
     }
+    logged_topology(&mut out, report);
     network(&mut out, report);
     environment(&mut out, report);
     problems(&mut out, report);
@@ -44,6 +45,32 @@ pub fn render(report: &NcclReport) -> String {
         let _ = writeln!(out, "Not kept (tables at their cap; memory stays bounded): {}", parts.join(", "));
     }
     out
+}
+
+/// NCCL's own view of each node (its topology dump): the path type between
+/// every pair of GPUs, and from each GPU to the NICs, once per pair.
+fn logged_topology(out: &mut String, report: &NcclReport) {
+    if report.logged_paths.is_empty() {
+        return;
+    }
+    out.push_str("Paths in NCCL's topology dump (GPU pairs and GPU to NIC):\n");
+    let mut seen = std::collections::BTreeSet::new();
+    let mut lines: std::collections::BTreeMap<String, Vec<String>> = std::collections::BTreeMap::new();
+    for path in &report.logged_paths {
+        let (a, b) = if path.from <= path.to { (&path.from, &path.to) } else { (&path.to, &path.from) };
+        if !seen.insert((path.host.clone(), a.clone(), b.clone())) {
+            continue;
+        }
+        let host = path.host.clone().unwrap_or_else(|| "?".into());
+        lines.entry(host).or_default().push(format!("{a} ↔ {b} {} {:.1} GB/s", path.path_type, path.bw));
+    }
+    for (host, pairs) in lines {
+        let shown: Vec<&String> = pairs.iter().take(32).collect();
+        let more = pairs.len().saturating_sub(shown.len());
+        let tail = if more > 0 { format!(" · {more} more") } else { String::new() };
+        let _ = writeln!(out, "  {host}: {}{tail}", shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" · "));
+    }
+    out.push('\n');
 }
 
 fn summary(out: &mut String, report: &NcclReport) {
