@@ -151,7 +151,11 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'c' => comm_init(message).or_else(|| comm_nodes(message)),
         b'n' => comm_init(message).or_else(|| comm_nodes(message)),
         b'[' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| watchdog(message)),
-        b'U' => message.strip_prefix("Using network ").map(|n| Event::UsingNetwork(n.trim())),
+        // `Using network IB` (2.6+), `Using internal Network Socket` (2.3-2.5).
+        b'U' => message
+            .strip_prefix("Using network ")
+            .or_else(|| message.strip_prefix("Using internal Network "))
+            .map(|n| Event::UsingNetwork(n.trim())),
         b'B' => bootstrap(message),
         b'G' => gdr_for_hca(message),
         b'P' => graph_search(message),
@@ -226,14 +230,19 @@ fn channel_line(message: &str) -> Option<Event<'_>> {
     (!ranks.is_empty()).then_some(Event::RingOrder { channel, ranks })
 }
 
-/// `Ring 00 : 0[0] -> 1[1] via P2P/IPC` (2.3-2.6 connections) or
-/// `Ring 00 : 3 -> 0 -> 1` (2.10+ neighbours).
+/// `Ring 00 : 0[0] -> 1[1] via P2P/IPC` (2.3-2.6 connections),
+/// `Ring 00 : 3 -> 0 -> 1` (2.10+ neighbours) or `Ring 00 :    0   1   2   3`
+/// (2.3's ring listing, printed by rank 0 where later versions say `Channel`).
 fn ring_line(message: &str) -> Option<Event<'_>> {
     let rest = message.strip_prefix("Ring ")?;
     let (label, body) = rest.split_once(':')?;
     let channel = num::<u32>(label)?;
     if body.contains(" via ") {
         return connection(channel, 0, body);
+    }
+    if !body.contains("->") {
+        let ranks: Option<Vec<u32>> = body.split_whitespace().map(num).collect();
+        return ranks.filter(|r| !r.is_empty()).map(|ranks| Event::RingOrder { channel, ranks });
     }
     let parts: Option<Vec<u32>> = body.split("->").map(num).collect();
     match parts?.as_slice() {
@@ -584,6 +593,8 @@ mod tests {
             Some(Event::RingOrder { channel: 0, ranks: vec![0, 7, 6, 5] })
         );
         assert_eq!(parse("Ring 06 : 0 -> 1 -> 3"), Some(Event::RingNeighbours { channel: 6, prev: 0, me: 1, next: 3 }));
+        // NCCL 2.3.7 src/init.cu: `sprintf(prefix, "Ring %02d : ", r)` then the ranks.
+        assert_eq!(parse("Ring 01 :    0   3   2   1"), Some(Event::RingOrder { channel: 1, ranks: vec![0, 3, 2, 1] }));
     }
 
     #[test]
@@ -673,6 +684,7 @@ mod tests {
             Some(Event::SocketInterfaces(vec!["ib0", "eth0"]))
         );
         assert_eq!(parse("NET : Using interface eth0:10.0.0.1<0>"), Some(Event::Bootstrap(vec!["eth0:10.0.0.1<0>"])));
+        assert_eq!(parse("Using internal Network Socket"), Some(Event::UsingNetwork("Socket")));
         assert!(parse("Connected all rings").is_none());
         assert!(parse("").is_none());
     }
