@@ -433,7 +433,8 @@ fn gdr_for_hca(message: &str) -> Option<Event<'_>> {
 
 /// Init START / COMPLETE lines of every era (see the research notes, section 3).
 fn comm_init(message: &str) -> Option<Event<'_>> {
-    let complete = message.contains("Init COMPLETE");
+    // 2.3: `comm %p rank %d nranks %d - COMPLETE`; 2.4+: `... - Init COMPLETE`.
+    let complete = message.contains("Init COMPLETE") || message.trim_end().ends_with("- COMPLETE");
     if !complete && !message.contains("Init START") {
         return None;
     }
@@ -631,6 +632,8 @@ mod tests {
             panic!()
         };
         assert!(!start.complete);
+        let Some(Event::CommInit(old)) = parse("comm 0x7f5be8002130 rank 3 nranks 8 - COMPLETE") else { panic!() };
+        assert_eq!((old.rank, old.nranks, old.complete), (3, 8, true));
         assert_eq!(
             parse("NCCL_IB_GID_INDEX set by environment to 3."),
             Some(Event::Env { name: "NCCL_IB_GID_INDEX", value: "3" })
