@@ -433,6 +433,10 @@ pub struct Warning {
     /// (`parsers/data/nccl-messages.yaml`); absent when no row matches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// Further classes it points at: the subsystem of the NCCL source file a
+    /// generic failure came from, an unreachable peer address, a row's `also`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
     /// Every host that printed this text (up to a bound), sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hosts: Vec<String>,

@@ -144,6 +144,13 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     let mut by_code: BTreeMap<String, Vec<&Said>> = BTreeMap::new();
     for s in &said {
         by_code.entry(code_of(s)).or_default().push(s);
+        // The further classes the message points at get it as evidence too.
+        for also in &s.warning.also {
+            let list = by_code.entry(also.clone()).or_default();
+            if !list.iter().any(|x| std::ptr::eq(*x, s)) {
+                list.push(s);
+            }
+        }
     }
     let mut out = Vec::new();
     for (code, mut group) in by_code {

@@ -67,6 +67,26 @@ pub struct Message {
     pub why: Option<String>,
     #[serde(default)]
     pub fix: Option<String>,
+    /// Further classes the message points at (a connect failure with `No
+    /// route to host` is also the interface NCCL chose).
+    #[serde(default)]
+    pub also: Vec<String>,
+}
+
+/// The subsystem an NCCL source file belongs to.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SourceClass {
+    /// A path relative to NCCL's `src/` (a prefix: `transport/net_ib/` covers the directory).
+    pub file: String,
+    pub class: String,
+}
+
+/// An address no other node can reach, as connect failures print it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UnreachableAddress {
+    pub prefix: String,
+    pub class: String,
+    pub meaning: String,
 }
 
 /// A completion status code (`status=12`) and what it usually means.
@@ -99,6 +119,10 @@ struct File {
     ib_wc_status: Vec<WcStatus>,
     #[serde(default)]
     nccl_results: Vec<ResultCode>,
+    #[serde(default)]
+    sources: Vec<SourceClass>,
+    #[serde(default)]
+    unreachable_addresses: Vec<UnreachableAddress>,
 }
 
 /// The compiled table.
@@ -108,6 +132,8 @@ pub struct Catalogue {
     pub messages: Vec<Message>,
     pub wc_status: Vec<WcStatus>,
     pub results: Vec<ResultCode>,
+    pub sources: Vec<SourceClass>,
+    pub unreachable_addresses: Vec<UnreachableAddress>,
     patterns: Vec<Pattern>,
     /// INFO rows by the first word of their (anchored) pattern.
     info_by_word: HashMap<String, Vec<usize>>,
@@ -137,6 +163,8 @@ impl Catalogue {
             messages: file.messages,
             wc_status: file.ib_wc_status,
             results: file.nccl_results,
+            sources: file.sources,
+            unreachable_addresses: file.unreachable_addresses,
             patterns,
             info_by_word,
         })
@@ -176,6 +204,22 @@ impl Catalogue {
             .map(|(index, row, _)| Match { index, row })
     }
 
+    /// The subsystem class of an NCCL source location (`transport/nvls.cc:157`).
+    pub fn source_class(&self, location: &str) -> Option<&str> {
+        let file = location.split(':').next()?;
+        self.sources.iter().find(|s| file.starts_with(&s.file)).map(|s| s.class.as_str())
+    }
+
+    /// The class of an unreachable peer address in a connect failure
+    /// (`Connect to 127.0.0.1<45069> failed`), with what the address is.
+    pub fn unreachable_address(&self, text: &str) -> Option<&UnreachableAddress> {
+        let at = text.find("Connect to ")? + "Connect to ".len();
+        let address = &text[at..];
+        self.unreachable_addresses.iter().find(|a| {
+            if a.prefix.starts_with('<') { address.contains(&a.prefix) } else { address.starts_with(&a.prefix) }
+        })
+    }
+
     pub fn class(&self, name: &str) -> Option<&Class> {
         self.classes.get(name)
     }
@@ -204,6 +248,14 @@ mod tests {
         assert!(table.messages.len() > 50, "{} rows", table.messages.len());
         for row in &table.messages {
             assert!(table.classes.contains_key(&row.class), "row {:?} names unknown class {}", row.pattern, row.class);
+        }
+        for row in &table.messages {
+            for class in &row.also {
+                assert!(table.classes.contains_key(class), "row {:?} names unknown class {class}", row.pattern);
+            }
+        }
+        for class in table.sources.iter().map(|s| &s.class).chain(table.unreachable_addresses.iter().map(|a| &a.class)) {
+            assert!(table.classes.contains_key(class), "unknown class {class}");
         }
         for (name, class) in &table.classes {
             assert!(!class.title.is_empty() && !class.why.is_empty() && !class.fix.is_empty(), "class {name}");

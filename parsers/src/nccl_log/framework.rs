@@ -29,8 +29,10 @@ pub fn recognise(text: &str) -> Option<Found<'_>> {
         return None;
     }
     let trimmed = without_rank_tag(text.trim());
-    if let Some(rest) = trimmed.strip_prefix("Last error:") {
-        let rest = rest.trim();
+    // `Last error:` ends the framework's message; NCCL's text follows on the
+    // same line (flattened pastes, Horovod) or on the next one (PyTorch).
+    if let Some(at) = trimmed.find("Last error:") {
+        let rest = without_rank_tag(trimmed[at + "Last error:".len()..].trim());
         return Some(if rest.is_empty() { Found::LastErrorNext } else { Found::LastError(rest) });
     }
     let row = CATALOGUE.classify(Level::Framework, trimmed)?;
@@ -49,6 +51,14 @@ pub fn rank_in(text: &str) -> Option<u32> {
         }
     }
     None
+}
+
+/// The NCCL version a framework error names (`..., NCCL version 2.20.5`).
+pub fn version_in(text: &str) -> Option<&str> {
+    let at = text.find("NCCL version ")? + "NCCL version ".len();
+    let version = text[at..].split(|c: char| c.is_whitespace() || c == ',' || c == ')').next()?;
+    let version = version.trim_end_matches('.');
+    (version.starts_with(|c: char| c.is_ascii_digit()) && version.contains('.')).then_some(version)
 }
 
 /// The text without a leading launcher tag (`[rank3]:`, `[default0]:`,
@@ -94,5 +104,11 @@ mod tests {
         assert_eq!(recognise("loss 0.25 at step 100"), None);
         assert_eq!(recognise("INFO: using NCCL backend"), None);
         assert_eq!(without_rank_tag("3: [1,0]<stderr>: ncclInternalError"), "ncclInternalError");
+        assert_eq!(version_in(line), Some("2.20.5"));
+        // Flattened: the framework's words and NCCL's last WARN on one line.
+        let flat = "ncclRemoteError: A call failed possibly due to a network error. Last error: NET/IB : Got completion from peer 1.2.3.4<5> with error 12";
+        assert_eq!(recognise(flat), Some(Found::LastError("NET/IB : Got completion from peer 1.2.3.4<5> with error 12")));
+        let tagged = "(VllmWorker rank=3 pid=15164) ERROR 06-19 07:06:13 [multiproc_executor.py:527] Last error:";
+        assert_eq!(recognise(tagged), Some(Found::LastErrorNext));
     }
 }

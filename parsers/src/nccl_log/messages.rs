@@ -96,7 +96,9 @@ impl MessageTable {
             .into_iter()
             .map(|entry| {
                 let mut warning = entry.warning;
-                warning.class = classify(level, &warning.text);
+                let (class, also) = classify(level, &warning.text, warning.source.as_deref());
+                warning.class = class;
+                warning.also = also;
                 warning.host = warning.host.as_deref().map(rename);
                 warning.hosts = entry.hosts.iter().map(|h| rename(h)).collect::<BTreeSet<_>>().into_iter().collect();
                 warning.ranks = entry.ranks.into_iter().collect();
@@ -106,19 +108,37 @@ impl MessageTable {
     }
 }
 
-/// The class of a message; a framework line that quotes NCCL's own words
-/// (`Last error:` text, `... NCCL WARN ...` inside an exception) is read with
-/// the WARN rows first, which are more specific.
-fn classify(level: Level, text: &str) -> Option<String> {
+/// The class of a message and the further classes it points at. A
+/// framework line that quotes NCCL's own words (`Last error:` text) is read
+/// with the WARN rows first, which are more specific. A generic class (a CUDA
+/// call, an internal check, no row at all) from an NCCL source file of a known
+/// subsystem becomes that subsystem's class, the generic one kept beside it.
+fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, Vec<String>) {
     let warn = CATALOGUE.classify(Level::Warn, text);
     let own = if level == Level::Warn { None } else { CATALOGUE.classify(level, text) };
+    let generic = |class: &str| matches!(class, "unknown" | "internal-error" | "cuda-error");
     let pick = match (level, warn, own) {
         (Level::Warn, w, _) => w,
-        (_, Some(w), Some(o)) if o.row.class == "unknown" || o.row.class == "internal-error" => Some(w),
+        (_, Some(w), Some(o)) if generic(&o.row.class) => Some(w),
         (_, _, Some(o)) => Some(o),
         (_, w, None) => w,
     };
-    pick.map(|m| m.row.class.clone())
+    let mut class = pick.map(|m| m.row.class.clone());
+    let mut also: Vec<String> = pick.map(|m| m.row.also.clone()).unwrap_or_default();
+    if let Some(subsystem) = source.and_then(|s| CATALOGUE.source_class(s))
+        && class.as_deref().is_none_or(generic)
+        && class.as_deref() != Some(subsystem)
+    {
+        also.extend(class.take());
+        class = Some(subsystem.to_string());
+    }
+    if let Some(address) = CATALOGUE.unreachable_address(text) {
+        also.push(address.class.clone());
+    }
+    also.retain(|c| Some(c) != class.as_ref());
+    also.sort();
+    also.dedup();
+    (class, also)
 }
 
 /// At most [`MAX_TEXT_CHARS`] characters, cut at a character boundary.

@@ -149,6 +149,8 @@ pub struct LogParser {
     framework_errors: MessageTable,
     /// A framework printed `Last error:`; the next line is NCCL's last WARN text.
     last_error_pending: bool,
+    /// What stood before `Last error:` on its line (a logger's prefix).
+    last_error_prefix: String,
     logged_paths: Vec<LoggedPath>,
     /// (host, from, to) of the paths kept, to keep each once.
     logged_path_keys: std::collections::HashSet<(Option<String>, String, String)>,
@@ -386,13 +388,25 @@ impl LogParser {
         if self.last_error_pending && !text.trim().is_empty() {
             self.last_error_pending = false;
             self.nccl_lines += 1;
-            self.add_framework_error(text.trim(), Some("Last error"), rank);
+            // The logger's prefix of the `Last error:` line repeats on this one.
+            let prefix = std::mem::take(&mut self.last_error_prefix);
+            let detail = text.trim().strip_prefix(prefix.as_str()).unwrap_or(text.trim()).trim();
+            self.add_framework_error(framework::without_rank_tag(detail), Some("Last error"), rank);
             return true;
         }
         let Some(found) = framework::recognise(text) else { return false };
         self.nccl_lines += 1;
+        if let Some(version) = framework::version_in(text)
+            && self.versions.len() < 64
+        {
+            self.versions.insert(version.to_string());
+        }
         match found {
-            framework::Found::LastErrorNext => self.last_error_pending = true,
+            framework::Found::LastErrorNext => {
+                self.last_error_pending = true;
+                let before = text.trim().find("Last error:").map_or("", |at| text.trim()[..at].trim_end());
+                self.last_error_prefix = before.chars().take(256).collect();
+            }
             framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
             framework::Found::Error => self.add_framework_error(text.trim(), None, rank),
             // Watchdog lines are read as timeouts below, with their sequence
