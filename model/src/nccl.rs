@@ -23,6 +23,10 @@ pub struct NcclReport {
     pub hosts: Vec<String>,
     /// Distinct (host, pid) pairs that printed NCCL lines.
     pub processes: u64,
+    /// Nodes the job spans as far as the log tells: the largest `nNodes` a
+    /// communicator printed, or the hosts named, whichever is more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
     pub communicators: Vec<Communicator>,
     pub network: Network,
     /// `NCCL_X set by environment to Y`, one entry per variable and value.

@@ -11,6 +11,10 @@ use serde::Deserialize;
 
 use super::pattern::{Pattern, collapse_spaces};
 
+/// Literal characters a WARN row needs before a line without NCCL's prefix is
+/// taken as its text (`Error while creating shared memory segment` yes, `%s:%d %s` no).
+const MIN_BARE_LITERAL: usize = 24;
+
 /// The table as shipped, compiled once.
 pub static CATALOGUE: LazyLock<Catalogue> = LazyLock::new(|| {
     // The file is part of the build and checked by tests; a broken one is a
@@ -137,6 +141,9 @@ pub struct Catalogue {
     patterns: Vec<Pattern>,
     /// INFO rows by the first word of their (anchored) pattern.
     info_by_word: HashMap<String, Vec<usize>>,
+    /// WARN rows with enough literal text to recognise a line that lost its
+    /// prefix, by the first word of their pattern.
+    warn_by_word: HashMap<String, Vec<usize>>,
 }
 
 /// A row of the table that matched a line.
@@ -151,11 +158,15 @@ impl Catalogue {
         let file: File = serde_yaml::from_str(text)?;
         let patterns: Vec<Pattern> = file.messages.iter().map(|m| Pattern::new(&m.pattern)).collect();
         let mut info_by_word: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut warn_by_word: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, (row, pattern)) in file.messages.iter().zip(&patterns).enumerate() {
-            if row.level == Level::Info
-                && let Some(word) = pattern.first_word()
-            {
-                info_by_word.entry(word.to_string()).or_default().push(i);
+            let Some(word) = pattern.first_word() else { continue };
+            match row.level {
+                Level::Info => info_by_word.entry(word.to_string()).or_default().push(i),
+                Level::Warn if pattern.specificity() >= MIN_BARE_LITERAL => {
+                    warn_by_word.entry(word.to_string()).or_default().push(i)
+                }
+                _ => {}
             }
         }
         Ok(Catalogue {
@@ -167,6 +178,7 @@ impl Catalogue {
             unreachable_addresses: file.unreachable_addresses,
             patterns,
             info_by_word,
+            warn_by_word,
         })
     }
 
@@ -220,6 +232,18 @@ impl Catalogue {
         })
     }
 
+    /// A WARN row that printed `message` although the line has no NCCL prefix.
+    pub fn bare_warn(&self, message: &str) -> Option<Match<'_>> {
+        let word = message.split_whitespace().next()?;
+        let rows = self.warn_by_word.get(word)?;
+        let text = collapse_spaces(message.trim());
+        rows.iter()
+            .filter_map(|&i| Some((i, self.messages.get(i)?, self.patterns.get(i)?)))
+            .filter(|(_, _, p)| p.matches_collapsed(&text))
+            .max_by_key(|(_, _, p)| p.specificity())
+            .map(|(index, row, _)| Match { index, row })
+    }
+
     pub fn class(&self, name: &str) -> Option<&Class> {
         self.classes.get(name)
     }
@@ -254,7 +278,8 @@ mod tests {
                 assert!(table.classes.contains_key(class), "row {:?} names unknown class {class}", row.pattern);
             }
         }
-        for class in table.sources.iter().map(|s| &s.class).chain(table.unreachable_addresses.iter().map(|a| &a.class)) {
+        for class in table.sources.iter().map(|s| &s.class).chain(table.unreachable_addresses.iter().map(|a| &a.class))
+        {
             assert!(table.classes.contains_key(class), "unknown class {class}");
         }
         for (name, class) in &table.classes {

@@ -73,6 +73,13 @@ pub fn without_rank_tag(text: &str) -> &str {
         {
             rest = rest[end + 2..].trim_start();
         }
+        // Ray's `(RayTrainWorker pid=615, ip=10.0.0.1) `, `(pid=909597) `.
+        if rest.starts_with('(')
+            && let Some(end) = rest.find(") ")
+            && rest[..end].contains("pid=")
+        {
+            rest = rest[end + 2..].trim_start();
+        }
         if let Some((head, tail)) = rest.split_once(": ")
             && !head.is_empty()
             && head.len() <= 6
@@ -107,7 +114,10 @@ mod tests {
         assert_eq!(version_in(line), Some("2.20.5"));
         // Flattened: the framework's words and NCCL's last WARN on one line.
         let flat = "ncclRemoteError: A call failed possibly due to a network error. Last error: NET/IB : Got completion from peer 1.2.3.4<5> with error 12";
-        assert_eq!(recognise(flat), Some(Found::LastError("NET/IB : Got completion from peer 1.2.3.4<5> with error 12")));
+        assert_eq!(
+            recognise(flat),
+            Some(Found::LastError("NET/IB : Got completion from peer 1.2.3.4<5> with error 12"))
+        );
         let tagged = "(VllmWorker rank=3 pid=15164) ERROR 06-19 07:06:13 [multiproc_executor.py:527] Last error:";
         assert_eq!(recognise(tagged), Some(Found::LastErrorNext));
     }

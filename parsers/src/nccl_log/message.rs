@@ -255,6 +255,8 @@ fn ring_line(message: &str) -> Option<Event<'_>> {
 /// NVML index or bus ID depending on the version and is not needed here.
 fn connection(channel: u32, conn_index: u32, body: &str) -> Option<Event<'_>> {
     let (edge, via) = body.split_once(" via ")?;
+    // Some builds append ` comm 0x.. nRanks 32`: not part of the transport.
+    let via = via.split(" comm 0x").next().unwrap_or(via);
     let (edge, direction) = if let Some(e) = edge.strip_suffix("[send]") {
         (e, topo_model::nccl::Direction::Send)
     } else if let Some(e) = edge.strip_suffix("[receive]") {
@@ -308,7 +310,8 @@ fn trees(message: &str) -> Option<Event<'_>> {
         let (channel, spec) = part.split_once(']')?;
         let channel = num::<u32>(channel)?;
         // The up-tree is the one collectives use; in the dual form it comes first.
-        let spec = spec.trim().split('|').next()?.trim();
+        // Some builds append ` comm 0x.. nRanks 32 busId 17000`: the spec is one word.
+        let spec = spec.trim().split('|').next()?.split_whitespace().next()?;
         let pieces: Vec<&str> = spec.split("->").collect();
         let [a, me, b] = pieces.as_slice() else { return None };
         let list = |t: &str| -> Option<Vec<i64>> { t.split('/').map(num).collect() };
@@ -596,6 +599,20 @@ mod tests {
         assert_eq!(parse("Ring 06 : 0 -> 1 -> 3"), Some(Event::RingNeighbours { channel: 6, prev: 0, me: 1, next: 3 }));
         // NCCL 2.3.7 src/init.cu: `sprintf(prefix, "Ring %02d : ", r)` then the ranks.
         assert_eq!(parse("Ring 01 :    0   3   2   1"), Some(Event::RingOrder { channel: 1, ranks: vec![0, 3, 2, 1] }));
+    }
+
+    #[test]
+    fn annotations_appended_by_some_builds() {
+        assert_eq!(
+            parse("Trees [0] 17/24/-1->16->0 [1] 17/-1/-1->16->9 comm 0x5609976f9470 nRanks 32 busId 17000"),
+            Some(Event::Trees(vec![(0, 0, 16, vec![17, 24, -1]), (1, 9, 16, vec![17, -1, -1])]))
+        );
+        let Some(Event::Connection(c)) =
+            parse("Channel 00/0 : 16[17000] -> 18[21000] via P2P/IPC comm 0x5609976f9470 nRanks 32")
+        else {
+            panic!()
+        };
+        assert_eq!(c.via, "P2P/IPC");
     }
 
     #[test]

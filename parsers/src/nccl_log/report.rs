@@ -370,12 +370,31 @@ impl LogParser {
                     self.remember_prefix(text, &line);
                 }
             }
+            None if line.level == Level::Bare && self.via_fragment(line.message) => {}
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
             None if line.level == Level::Info && !self.notice(&line) && !self.topology_line(&line) => {
                 self.tuning_table.line(line.pid, line.tid, line.message);
             }
             None => {}
         }
+    }
+
+    /// The second half of a connection line another process's output cut in
+    /// two (`4] -> 5[5] via P2P/IPC`): the channel is lost with the first half,
+    /// but the line's transport still counts.
+    fn via_fragment(&mut self, text: &str) -> bool {
+        let Some((edge, via)) = text.split_once(" via ") else { return false };
+        let Some((_, to)) = edge.rsplit_once("->") else { return false };
+        let to = to.trim();
+        if via.is_empty() || !to.starts_with(|c: char| c.is_ascii_digit()) || to.contains(' ') {
+            return false;
+        }
+        let via = via.trim();
+        if self.via.len() < MAX_DISTINCT_VIA || self.via.contains_key(via) {
+            *self.via.entry(via.to_string()).or_default() += 1;
+        }
+        self.nccl_lines += 1;
+        true
     }
 
     /// A framework's error line carrying NCCL's words, or the `Last error:`
@@ -385,8 +404,7 @@ impl LogParser {
         let text = line.message;
         // The rank is in the launcher's tag, which the splitter removed.
         let rank = framework::rank_in(raw);
-        if self.last_error_pending && !text.trim().is_empty() {
-            self.last_error_pending = false;
+        if std::mem::take(&mut self.last_error_pending) && !text.trim().is_empty() {
             self.nccl_lines += 1;
             // The logger's prefix of the `Last error:` line repeats on this one.
             let prefix = std::mem::take(&mut self.last_error_prefix);
@@ -394,7 +412,9 @@ impl LogParser {
             self.add_framework_error(framework::without_rank_tag(detail), Some("Last error"), rank);
             return true;
         }
-        let Some(found) = framework::recognise(text) else { return false };
+        let Some(found) = framework::recognise(text) else {
+            return self.bare_warn_text(text, rank);
+        };
         self.nccl_lines += 1;
         if let Some(version) = framework::version_in(text)
             && self.versions.len() < 64
@@ -413,6 +433,19 @@ impl LogParser {
             // numbers and limits: the timeout rule cites them.
             framework::Found::Watchdog => return false,
         }
+        true
+    }
+
+    /// NCCL's WARN text printed without NCCL's prefix (a framework re-printing
+    /// `ncclGetLastError()`, a launcher that kept only the message): a line
+    /// that one of the table's WARN rows printed, long enough to be no accident.
+    fn bare_warn_text(&mut self, text: &str, rank: Option<u32>) -> bool {
+        let message = framework::without_rank_tag(text.trim());
+        if CATALOGUE.bare_warn(message).is_none() {
+            return false;
+        }
+        self.nccl_lines += 1;
+        self.add_framework_error(message, Some("NCCL text without its prefix"), rank);
         true
     }
 
@@ -1038,6 +1071,7 @@ impl LogParser {
             nccl_versions: self.versions.into_iter().collect(),
             hosts: host_list,
             processes: processes.len() as u64,
+            nodes: None,
             communicators,
             network: Network {
                 // Merged under each host's canonical name, as everywhere else.
@@ -1048,6 +1082,22 @@ impl LogParser {
                         devices.iter().for_each(|d| push_unique(listed, d));
                     }
                     merged
+                },
+                // Without a `Using network` line, the NET transports of the
+                // connection lines name it (`NET/Socket/0` -> `Socket`).
+                used: if self.network.used.is_empty() {
+                    let mut used: Vec<String> = Vec::new();
+                    for via in self.via.keys() {
+                        if let Some(name) = via.strip_prefix("NET/").and_then(|v| v.split('/').next())
+                            && !name.is_empty()
+                            && !used.iter().any(|u| u == name)
+                        {
+                            used.push(name.to_string());
+                        }
+                    }
+                    used
+                } else {
+                    self.network.used.clone()
                 },
                 // The transport's devices; the socket transport's interfaces
                 // only when nothing else was listed (they are listed always).
@@ -1095,6 +1145,9 @@ impl LogParser {
             not_kept,
         };
         report.annotate_from_logged_paths();
+        let printed = report.communicators.iter().filter_map(|c| c.nnodes).max();
+        let named = u32::try_from(report.hosts.len()).ok().filter(|n| *n > 0);
+        report.nodes = printed.max(named);
         report
     }
 }
