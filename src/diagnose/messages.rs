@@ -119,6 +119,13 @@ fn completion_status(text: &str) -> Option<String> {
     Some(format!("status {code} = {}: {}{hint}", status.name, status.meaning))
 }
 
+/// A framework's own words (`ncclInvalidUsage: This usually reflects ...`),
+/// as opposed to NCCL's (WARN lines, and the `Last error:` text a framework
+/// repeats): NCCL's words name the cause more precisely.
+fn is_wrapper(said: &Said) -> bool {
+    said.level == Level::Framework && said.warning.source.is_none()
+}
+
 /// Position of a message in the input, for ordering (input order is not
 /// known here; the file name and line keep one file's order).
 fn position(w: &Warning) -> (String, u64) {
@@ -138,7 +145,7 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     let causal = said
         .iter()
         .filter(|s| table_severity(s) > Severity::Info && s.warning.text != "NCCL ABORT")
-        .min_by_key(|s| (code_of(s) == UNEXPLAINED_ERROR, s.level == Level::Framework, position(s.warning)))
+        .min_by_key(|s| (code_of(s) == UNEXPLAINED_ERROR, is_wrapper(s), position(s.warning)))
         .map(|s| code_of(s));
 
     let mut by_code: BTreeMap<String, Vec<&Said>> = BTreeMap::new();
@@ -154,7 +161,7 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     }
     let mut out = Vec::new();
     for (code, mut group) in by_code {
-        group.sort_by_key(|s| (s.level == Level::Framework, position(s.warning)));
+        group.sort_by_key(|s| (is_wrapper(s), position(s.warning)));
         let mut severity = group.iter().map(|s| table_severity(s)).max().unwrap_or(Severity::Warning);
         let is_cause = fatal && causal.as_deref() == Some(code.as_str());
         if is_cause {
