@@ -724,7 +724,9 @@ impl LogParser {
             }
             Event::Connection(connection) => self.connection(line, connection),
             Event::Trees(entries) => {
+                let size = annotated_nranks(line.message);
                 let (comm, budget) = self.current(line);
+                comm.coll_nranks = comm.coll_nranks.or(size);
                 for (channel, parent, me, children) in entries {
                     comm.add_tree(channel, parent, me, &children, budget);
                 }
@@ -846,7 +848,9 @@ impl LogParser {
             *self.via.entry(connection.via.to_string()).or_default() += 1;
             self.first_line(format!("via/{}", connection.via), line.message);
         }
+        let size = annotated_nranks(line.message);
         let (comm, budget) = self.current(line);
+        comm.coll_nranks = comm.coll_nranks.or(size);
         comm.saw_rank(connection.from);
         connection.to.iter().for_each(|r| comm.saw_rank(*r));
         // P2P/SHM lines and [send] halves are printed by the sender, [receive] by the receiver.
@@ -1431,6 +1435,15 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
     if list.len() < MAX_SMALL_TABLE && !list.iter().any(|i| i == item) {
         list.push(item.to_string());
     }
+}
+
+/// ` comm 0x5609976f9470 nRanks 32` appended to Trees and connection lines by
+/// some builds: the communicator's size.
+fn annotated_nranks(message: &str) -> Option<u32> {
+    let at = message.find(" comm 0x")?;
+    let rest = &message[at..];
+    let size = rest.find(" nRanks ")? + " nRanks ".len();
+    rest[size..].split_whitespace().next()?.parse().ok()
 }
 
 /// Whether `part`, a slice of `text`, runs to its end (nothing was trimmed
