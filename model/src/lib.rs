@@ -6,6 +6,7 @@
 //! carry; a [`Snapshot`] is the serialisable record of a node.
 
 pub mod bandwidth;
+pub mod bounded;
 pub mod bus_id;
 pub mod cluster;
 pub mod collective;

@@ -85,7 +85,7 @@ pub fn to_yaml_string<T: Serialize>(value: &T) -> String {
 pub enum SnapshotError {
     #[error("{path}: {source}")]
     Io { path: String, source: std::io::Error },
-    #[error("{path}: {size} bytes is larger than any snapshot ({MAX_SNAPSHOT_BYTES} bytes at most)")]
+    #[error("{path}: {size} bytes or more: larger than any snapshot ({MAX_SNAPSHOT_BYTES} bytes at most)")]
     TooLarge { path: String, size: u64 },
     #[error("{path}: {message}")]
     Malformed { path: String, message: String },
@@ -124,11 +124,10 @@ impl Snapshot {
     pub fn load(path: &Path) -> Result<Snapshot, SnapshotError> {
         let name = path.display().to_string();
         let io = |source| SnapshotError::Io { path: name.clone(), source };
-        let size = std::fs::metadata(path).map_err(io)?.len();
-        if size > MAX_SNAPSHOT_BYTES {
-            return Err(SnapshotError::TooLarge { path: name, size });
-        }
-        let bytes = std::fs::read(path).map_err(io)?;
+        // Read with a limit, not by the size the file reports (0 for /dev/zero, FIFOs).
+        let Some(bytes) = crate::bounded::read_capped(path, MAX_SNAPSHOT_BYTES).map_err(io)? else {
+            return Err(SnapshotError::TooLarge { path: name, size: MAX_SNAPSHOT_BYTES + 1 });
+        };
         let text = String::from_utf8(bytes).map_err(|e| SnapshotError::Malformed {
             path: name.clone(),
             message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),

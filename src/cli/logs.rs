@@ -54,12 +54,14 @@ pub(super) struct DiagnoseArgs {
 }
 
 pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
-    // A snapshot or topology file given among the logs describes the machine, as `--from` does.
-    let (machines, logs): (Vec<PathBuf>, Vec<PathBuf>) =
-        args.inputs.iter().cloned().partition(|p| args.from.is_none() && sources::is_machine_description(p));
-    let from = args.from.clone().or_else(|| machines.first().cloned());
-    let machine = from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
-    let mut report = sources::nccl_report(&logs);
+    // A snapshot or topology file given among the logs describes the machine, as
+    // `--from` does: told by its first line, from the bytes already read.
+    let (mut report, found) = sources::read_nccl_inputs(&args.inputs, args.from.is_none());
+    let machine = match (&args.from, found) {
+        (Some(path), _) => Some(sources::load(Origin::File(path))?),
+        (None, Some((name, bytes))) => Some(sources::machine_from_bytes(&name, &bytes)?),
+        (None, None) => None,
+    };
     if let Some(snapshot) = &machine {
         let annotated = report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
         if annotated == 0 {
@@ -70,7 +72,7 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     for input in &failed {
         eprintln!("topo: error: {}", input.error.as_deref().unwrap_or_default());
     }
-    if !logs.is_empty() && no_nccl_output(&report) {
+    if !report.inputs.is_empty() && no_nccl_output(&report) {
         return Ok(ExitCode::from(2));
     }
     let text = match args.format {
@@ -151,7 +153,7 @@ fn warn_if_not_in_log(snapshot: &Snapshot, report: &topo_model::nccl::NcclReport
 /// Says on stderr which readable inputs held no NCCL output at all, and
 /// whether that was every input: then there is nothing to judge, and a
 /// `--fail-on` gate must not pass on the wrong file (exit 2).
-fn no_nccl_output(report: &topo_model::nccl::NcclReport) -> bool {
+pub(super) fn no_nccl_output(report: &topo_model::nccl::NcclReport) -> bool {
     let readable: Vec<&topo_model::nccl::InputSummary> = report.inputs.iter().filter(|i| i.error.is_none()).collect();
     for input in readable.iter().filter(|i| i.nccl_lines == 0) {
         crate::output::warn(&format!(

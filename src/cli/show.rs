@@ -73,13 +73,26 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = args.origin.from.as_deref().filter(|p| p.is_dir()) {
         return show_cluster(dir, &args, interactive);
     }
-    let snapshot = args.origin.load()?;
+    let mut snapshot = args.origin.load()?;
     report_notices(&snapshot);
+    // Logs are read before anything is drawn: one that cannot be read is an
+    // error now (exit 2), not a message after the UI closes.
+    if !args.nccl_log.is_empty() {
+        let Some(report) = read_logs(&args.nccl_log, &snapshot) else { return Ok(ExitCode::from(2)) };
+        snapshot.nccl = Some(report);
+    }
     if interactive {
-        return show_ui(snapshot, &args.nccl_log, None);
+        return show_ui(snapshot, &[], None);
     }
     let text = match args.format {
-        ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
+        ShowFormat::Plain => {
+            let mut text = views::plain::render(&snapshot, output::colour_stdout());
+            if let Some(report) = snapshot.nccl.as_ref().filter(|_| !args.nccl_log.is_empty()) {
+                text.push('\n');
+                text.push_str(&views::nccl::render(report));
+            }
+            text
+        }
         ShowFormat::Json => views::document::json(&snapshot),
         ShowFormat::Yaml => views::document::yaml(&snapshot),
         ShowFormat::Dot => views::dot::render(&snapshot.topology),
@@ -116,6 +129,21 @@ pub(super) fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> an
     show_ui(snapshot, &args.nccl_log, Some(topo_tui::ClusterView { report, open }))
 }
 
+/// The logs' report, annotated with the machine; `None` (errors said on
+/// stderr) when an input could not be read or none held NCCL output.
+fn read_logs(logs: &[PathBuf], snapshot: &Snapshot) -> Option<topo_model::nccl::NcclReport> {
+    let mut report = sources::nccl_report(logs);
+    let failed: Vec<&str> = report.inputs.iter().filter_map(|i| i.error.as_deref()).collect();
+    for error in &failed {
+        eprintln!("topo: error: {error}");
+    }
+    if !failed.is_empty() || super::logs::no_nccl_output(&report) {
+        return None;
+    }
+    report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+    Some(report)
+}
+
 /// Opens the terminal UI on `snapshot`, with the findings for it (and for the
 /// logs, when given) computed first: the UI only draws.
 pub(super) fn show_ui(
@@ -126,17 +154,11 @@ pub(super) fn show_ui(
     // Logs given now win over a report the snapshot carries.
     let nccl = match logs.is_empty() {
         true => snapshot.nccl.clone(),
-        false => {
-            let mut report = sources::nccl_report(logs);
-            report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
-            Some(report)
-        }
+        false => match read_logs(logs, &snapshot) {
+            Some(report) => Some(report),
+            None => return Ok(ExitCode::from(2)),
+        },
     };
-    if let Some(report) = &nccl {
-        for input in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
-            eprintln!("topo: error: {input}");
-        }
-    }
     let findings = match &nccl {
         Some(report) => crate::diagnose::diagnose(report, Some(&snapshot)),
         None => crate::checks::hardware(&snapshot),
@@ -150,11 +172,7 @@ pub(super) fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     let mut snapshot = args.origin.load()?;
     report_notices(&snapshot);
     if !args.nccl_log.is_empty() {
-        let mut report = sources::nccl_report(&args.nccl_log);
-        for error in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
-            eprintln!("topo: error: {error}");
-        }
-        report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
+        let Some(report) = read_logs(&args.nccl_log, &snapshot) else { return Ok(ExitCode::from(2)) };
         snapshot.nccl = Some(report);
     }
     match &args.output {

@@ -102,8 +102,19 @@ pub enum ExpectationsError {
 impl Expectations {
     pub fn load(path: &std::path::Path) -> Result<Expectations, ExpectationsError> {
         let name = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ExpectationsError::Io { path: name.clone(), source })?;
+        // An expectations file is a page of YAML: read with a limit, never by
+        // the size the file reports (0 for /dev/zero and FIFOs).
+        const MAX_EXPECTATIONS_BYTES: u64 = 1 << 20;
+        let bytes = topo_model::bounded::read_capped(path, MAX_EXPECTATIONS_BYTES)
+            .map_err(|source| ExpectationsError::Io { path: name.clone(), source })?
+            .ok_or_else(|| ExpectationsError::Malformed {
+                path: name.clone(),
+                message: format!("larger than any expectations file ({MAX_EXPECTATIONS_BYTES} bytes at most)"),
+            })?;
+        let text = String::from_utf8(bytes).map_err(|e| ExpectationsError::Malformed {
+            path: name.clone(),
+            message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        })?;
         serde_yaml::from_str(&text).map_err(|e| ExpectationsError::Malformed { path: name, message: e.to_string() })
     }
 

@@ -16,5 +16,5 @@ mod report;
 mod topology_lines;
 mod tuning_table;
 
-pub use input::{LogError, feed, read_lines};
+pub use input::{LogError, feed, read_lines, read_stream};
 pub use report::{LogParser, transport_kind};

@@ -26,7 +26,7 @@ pub struct Imported {
 pub enum XmlError {
     #[error("{path}: {source}")]
     Io { path: String, source: std::io::Error },
-    #[error("{path}: {size} bytes is larger than any NCCL topology file ({MAX_XML_BYTES} bytes at most)")]
+    #[error("{path}: {size} bytes or more: larger than any NCCL topology file ({MAX_XML_BYTES} bytes at most)")]
     TooLarge { path: String, size: u64 },
     #[error("{path}:{line}:{column}: malformed XML: {message}")]
     Malformed { path: String, line: u32, column: u32, message: String },
@@ -38,11 +38,10 @@ pub enum XmlError {
 pub fn import_file(path: &Path) -> Result<Imported, XmlError> {
     let name = path.display().to_string();
     let io = |source| XmlError::Io { path: name.clone(), source };
-    let size = std::fs::metadata(path).map_err(io)?.len();
-    if size > MAX_XML_BYTES {
-        return Err(XmlError::TooLarge { path: name, size });
-    }
-    let bytes = std::fs::read(path).map_err(io)?;
+    // Read with a limit, not by the size the file reports (0 for /dev/zero, FIFOs).
+    let Some(bytes) = topo_model::bounded::read_capped(path, MAX_XML_BYTES).map_err(io)? else {
+        return Err(XmlError::TooLarge { path: name, size: MAX_XML_BYTES + 1 });
+    };
     let text = String::from_utf8_lossy(&bytes);
     import(&text, &name)
 }
