@@ -108,6 +108,12 @@ fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
 /// text, NCCL topology XML, or a snapshot.
 pub fn machine_from_bytes(name: &str, bytes: &[u8]) -> anyhow::Result<Snapshot> {
     let name = name.to_string();
+    let xml = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
+    if let Err(e) = std::str::from_utf8(bytes)
+        && !xml
+    {
+        bail!("{name}: not UTF-8 text (invalid byte at offset {})", e.valid_up_to());
+    }
     let text = String::from_utf8_lossy(bytes);
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     if first.starts_with(char::is_whitespace) && first.split_whitespace().next() == Some("GPU0") {
