@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod collective;
 pub mod cpuset;
 pub mod finding;
+pub mod flight_recorder;
 pub mod matrix;
 pub mod measure;
 pub mod nccl;
