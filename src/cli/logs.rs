@@ -55,8 +55,9 @@ pub(super) struct DiagnoseArgs {
 
 pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     // A snapshot or topology file given among the logs describes the machine, as `--from` does.
+    let (dumps, inputs) = crate::job_inputs::split(&args.inputs);
     let (machines, logs): (Vec<PathBuf>, Vec<PathBuf>) =
-        args.inputs.iter().cloned().partition(|p| args.from.is_none() && sources::is_machine_description(p));
+        inputs.iter().cloned().partition(|p| args.from.is_none() && sources::is_machine_description(p));
     let from = args.from.clone().or_else(|| machines.first().cloned());
     let machine = from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
     let mut report = sources::nccl_report(&logs);
@@ -70,10 +71,22 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     for input in &failed {
         eprintln!("topo: error: {}", input.error.as_deref().unwrap_or_default());
     }
-    let text = match args.format {
-        ReportFormat::Plain => views::nccl::render(&report),
-        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
-        ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+    let text = if dumps.is_empty() {
+        match args.format {
+            ReportFormat::Plain => views::nccl::render(&report),
+            ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+            ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+        }
+    } else {
+        // Flight Recorder dumps given: the log report (if any log) and the job (docs/job-report.md).
+        let job = crate::job_inputs::job_report(&dumps, &report);
+        let both = serde_json::json!({ "nccl": (!logs.is_empty()).then_some(&report), "job": &job });
+        match args.format {
+            ReportFormat::Plain if logs.is_empty() => views::job::render(&job),
+            ReportFormat::Plain => views::nccl::render(&report) + "\n" + &views::job::render(&job),
+            ReportFormat::Json => serde_json::to_string_pretty(&both)? + "\n",
+            ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&both),
+        }
     };
     output::print(&text)?;
     Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
@@ -81,9 +94,11 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
 
 pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let mut machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
-    let mut report = match (args.inputs.is_empty(), machine.as_ref().and_then(|m| m.nccl.clone())) {
-        (false, _) => sources::nccl_report(&args.inputs),
+    let (dumps, logs) = crate::job_inputs::split(&args.inputs);
+    let mut report = match (logs.is_empty(), machine.as_ref().and_then(|m| m.nccl.clone())) {
+        (false, _) => sources::nccl_report(&logs),
         (true, Some(report)) => report,
+        (true, None) if !dumps.is_empty() => topo_model::nccl::NcclReport::default(),
         (true, None) => {
             anyhow::bail!("no log given, and no --from snapshot holding an NCCL report (topo snapshot --nccl-log)")
         }
@@ -98,7 +113,15 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     for error in &failed {
         eprintln!("topo: error: {error}");
     }
-    let findings = crate::diagnose::diagnose(&report, machine.as_ref());
+    let mut findings = crate::diagnose::diagnose(&report, machine.as_ref());
+    if !dumps.is_empty() {
+        // Flight Recorder findings lead within each severity: they name the stuck rank.
+        let job = crate::job_inputs::job_report(&dumps, &report);
+        let mut hang = crate::diagnose::hang::findings(&job);
+        hang.append(&mut findings);
+        hang.sort_by(|a, b| b.severity.cmp(&a.severity));
+        findings = hang;
+    }
     let text = match args.format {
         ReportFormat::Plain => views::findings::render(&findings),
         ReportFormat::Json => serde_json::to_string_pretty(&findings)? + "\n",

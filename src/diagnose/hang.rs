@@ -1,0 +1,284 @@
+//! Findings from Flight Recorder dumps: a collective the job hangs in and the
+//! ranks that never entered it (named first), calls that differ between ranks
+//! (a program bug, not the network), ranks that left no dump, and ranks that
+//! enter collectives late. Each names ranks, host, GPU, process group,
+//! collective and sequence id, with the dump file and entry as evidence.
+
+use topo_model::flight_recorder::{CollectiveRecord, GroupState, JobReport, RankState};
+use topo_model::{Evidence, Finding, Severity};
+
+/// Every finding the dumps support, most telling first within each code.
+pub fn findings(job: &JobReport) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for group in &job.groups {
+        out.extend(collective_hang(group));
+        out.extend(collective_mismatch(group));
+        out.extend(rank_missing(group));
+        out.extend(straggler_rank(group));
+    }
+    out.extend(unreadable_dumps(job));
+    out
+}
+
+fn member(group: &GroupState, rank: u32) -> Option<&RankState> {
+    group.members.iter().find(|m| m.rank == rank)
+}
+
+/// `rank 2 (host node3, GPU 1, pid 4242)` with what is known.
+fn who(group: &GroupState, rank: u32) -> String {
+    let Some(m) = member(group, rank) else { return format!("rank {rank}") };
+    let mut parts = Vec::new();
+    parts.push(format!("host {}", m.host.as_deref().unwrap_or("?")));
+    if let Some(dev) = m.cuda_dev {
+        parts.push(format!("GPU {dev}"));
+    }
+    if let Some(bus) = &m.bus_id {
+        parts.push(bus.clone());
+    }
+    if let Some(pid) = m.pid {
+        parts.push(format!("pid {pid}"));
+    }
+    format!("rank {rank} ({})", parts.join(", "))
+}
+
+fn group_label(group: &GroupState) -> String {
+    if group.desc.is_empty() {
+        format!("process group {}", group.name)
+    } else {
+        format!("process group {} ({})", group.name, group.desc)
+    }
+}
+
+fn call(record: &CollectiveRecord) -> String {
+    let dtype =
+        if record.input_dtypes.is_empty() { String::new() } else { format!(" {}", record.input_dtypes.join(",")) };
+    format!("{} #{} {:?}{dtype}", record.profiling_name, record.seq, record.input_sizes)
+}
+
+fn entry_evidence(m: &RankState, text: String) -> Evidence {
+    let at = match (&m.file, &m.last_entered) {
+        (Some(file), Some(e)) => format!("{file}: entries[{}]", e.entry),
+        (Some(file), None) => file.clone(),
+        _ => format!("rank {}", m.rank),
+    };
+    Evidence { at, text }
+}
+
+/// What to run on the ranks named: the host to check and the process to dump.
+fn next_steps(group: &GroupState, ranks: &[u32]) -> String {
+    let steps: Vec<String> = ranks
+        .iter()
+        .filter_map(|r| member(group, *r))
+        .map(|m| {
+            let host = m.host.as_deref().unwrap_or("<its host: give the job's NCCL log to know>");
+            let pid = m.pid.map_or(format!("<pid of rank {}>", m.rank), |p| p.to_string());
+            format!("rank {}: on {host}, `py-spy dump --pid {pid}`", m.rank)
+        })
+        .collect();
+    steps.join("; ")
+}
+
+fn hosts_of(group: &GroupState, ranks: &[u32]) -> Vec<String> {
+    ranks.iter().filter_map(|r| member(group, *r)?.host.clone()).collect()
+}
+
+fn collective_hang(group: &GroupState) -> Option<Finding> {
+    let v = &group.verdict;
+    if v.behind.is_empty() || v.waiting.is_empty() {
+        return None;
+    }
+    let waiting_in = v.waiting.first().and_then(|r| member(group, *r)?.last_entered.as_ref())?;
+    let mut evidence = Vec::new();
+    for &rank in &v.behind {
+        let Some(m) = member(group, rank) else { continue };
+        let last = m.last_entered.as_ref().map_or("no collective at all".to_string(), call);
+        evidence.push(entry_evidence(
+            m,
+            format!("{} never entered #{}: its last entry is {last}", who(group, rank), waiting_in.seq),
+        ));
+    }
+    let waiting: Vec<String> = v.waiting.iter().map(|r| r.to_string()).collect();
+    if let Some(m) = v.waiting.first().and_then(|r| member(group, *r)) {
+        evidence.push(entry_evidence(
+            m,
+            format!("ranks {} entered {} and wait in it (not completed)", waiting.join(", "), call(waiting_in)),
+        ));
+    }
+    let stuck = v.behind.first().copied()?;
+    let ranks: Vec<u32> = v.behind.iter().chain(&v.waiting).copied().collect();
+    let mut finding = Finding::new(
+        "collective-hang",
+        Severity::Error,
+        format!(
+            "{}: {} for {} in {} #{}",
+            group_label(group),
+            if v.waiting.len() == 1 {
+                format!("rank {} waits", waiting.join(""))
+            } else {
+                format!("{} ranks wait", v.waiting.len())
+            },
+            v.behind.iter().map(|r| format!("rank {r}")).collect::<Vec<_>>().join(", "),
+            waiting_in.op,
+            waiting_in.seq
+        ),
+        evidence,
+        "A collective completes only when every rank of the group enters it. The ranks named first never \
+         called it: they are stuck (in compute, I/O, a host problem or a dead GPU) or slow, and every other \
+         rank waits for them until the watchdog kills the job. The network is not the first suspect.",
+        &format!(
+            "Inspect the rank that did not arrive first: {}. Check that host's GPUs and kernel log (XIDs) and \
+             drain it if it is at fault; the waiting ranks need no action.",
+            next_steps(group, &v.behind)
+        ),
+    );
+    // The stuck rank first: `on` sorts, so the verdict's order is kept in the title and evidence,
+    // and `ranks` lists the stuck one first by construction below.
+    finding = finding.on(hosts_of(group, &v.behind), ranks);
+    finding.ranks.retain(|r| *r != stuck);
+    finding.ranks.insert(0, stuck);
+    Some(finding)
+}
+
+fn collective_mismatch(group: &GroupState) -> Option<Finding> {
+    let mismatches = &group.verdict.mismatches;
+    let first = mismatches.first()?;
+    let evidence = mismatches
+        .iter()
+        .flat_map(|m| {
+            m.odd.iter().filter_map(move |r| {
+                let member = member(group, *r)?;
+                let entry =
+                    member.last_entered.as_ref().filter(|e| e.seq == m.seq).map(|e| format!(": entries[{}]", e.entry));
+                Some(Evidence {
+                    at: format!(
+                        "{}{}",
+                        member.file.clone().unwrap_or_else(|| format!("rank {r}")),
+                        entry.unwrap_or_default()
+                    ),
+                    text: format!(
+                        "#{}: {} called {} where the other ranks called {} ({} differs)",
+                        m.seq,
+                        who(group, *r),
+                        m.actual,
+                        m.expected,
+                        m.kind
+                    ),
+                })
+            })
+        })
+        .collect();
+    let odd: Vec<u32> = mismatches.iter().flat_map(|m| m.odd.iter().copied()).collect();
+    let mut finding = Finding::new(
+        "collective-mismatch",
+        Severity::Error,
+        format!(
+            "{}: rank {} called a different collective at #{} ({} differs)",
+            group_label(group),
+            first.odd.iter().map(u32::to_string).collect::<Vec<_>>().join(", "),
+            first.seq,
+            first.kind
+        ),
+        evidence,
+        "Ranks of one process group must call the same collectives in the same order with matching types, \
+         sizes and dtypes. A difference is a bug in the program (a rank-dependent branch, a skipped call, \
+         uneven data), not a network or hardware fault: the job hangs or fails however healthy the nodes are.",
+        &format!(
+            "Fix the program path that makes these ranks call something else at this point (compare their stacks: {}). \
+             TORCH_DISTRIBUTED_DEBUG=DETAIL checks collectives for consistency at run time.",
+            next_steps(group, &first.odd)
+        ),
+    );
+    let mut ranks = odd.clone();
+    ranks.dedup();
+    finding = finding.on(hosts_of(group, &odd), ranks.clone());
+    finding.ranks = ranks;
+    Some(finding)
+}
+
+fn rank_missing(group: &GroupState) -> Option<Finding> {
+    let missing = &group.verdict.no_dump;
+    if missing.is_empty() {
+        return None;
+    }
+    let evidence = missing
+        .iter()
+        .map(|r| Evidence {
+            at: "dumps".into(),
+            text: format!(
+                "{} of {} has no dump among {} given",
+                who(group, *r),
+                group_label(group),
+                group.members.len() - missing.len()
+            ),
+        })
+        .collect();
+    Some(
+        Finding::new(
+            "rank-missing",
+            Severity::Error,
+            format!("{}: no Flight Recorder dump from rank {}", group_label(group), missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
+            evidence,
+            "Every live rank writes its dump when the watchdog fires (or on request); a rank with none most \
+             likely died (crash, OOM kill, lost node) before it could, or its dump went to another host's disk.",
+            &format!(
+                "Check whether these processes still run and why they ended (dmesg for OOM kills and XIDs, the \
+                 scheduler's job log): {}. If the dump went elsewhere, collect it from that host (TORCH_FR_DUMP_TEMP_FILE).",
+                next_steps(group, missing)
+            ),
+        )
+        .on(hosts_of(group, missing), missing.iter().copied()),
+    )
+}
+
+fn straggler_rank(group: &GroupState) -> Option<Finding> {
+    let stragglers = &group.verdict.stragglers;
+    if stragglers.is_empty() {
+        return None;
+    }
+    let evidence = stragglers
+        .iter()
+        .map(|s| Evidence {
+            at: member(group, s.rank).and_then(|m| m.file.clone()).unwrap_or_default(),
+            text: format!(
+                "{} entered {} of the last {} collectives last, a median {:.0} ms after the first rank (time_created_ns)",
+                who(group, s.rank),
+                s.late,
+                s.compared,
+                s.median_ms
+            ),
+        })
+        .collect();
+    let ranks: Vec<u32> = stragglers.iter().map(|s| s.rank).collect();
+    Some(
+        Finding::new(
+            "straggler-rank",
+            Severity::Warning,
+            format!(
+                "{}: rank {} enters collectives late",
+                group_label(group),
+                ranks.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            evidence,
+            "Every collective runs at the pace of the last rank to arrive: a rank that is late most of the time \
+             (slower GPU, throttling, a busy host, uneven data) slows the whole job. Times come from each host's \
+             clock: across hosts, check that the clocks agree before trusting the figure.",
+            &format!("Profile these ranks' steps: {}.", next_steps(group, &ranks)),
+        )
+        .on(hosts_of(group, &ranks), ranks.iter().copied()),
+    )
+}
+
+fn unreadable_dumps(job: &JobReport) -> Option<Finding> {
+    let bad: Vec<Evidence> =
+        job.dumps.iter().filter_map(|d| Some(Evidence { at: d.file.clone(), text: d.error.clone()? })).collect();
+    (!bad.is_empty()).then(|| {
+        Finding::new(
+            "dump-unreadable",
+            Severity::Warning,
+            format!("{} Flight Recorder dump(s) could not be read", bad.len()),
+            bad,
+            "A rank whose dump cannot be read cannot be placed: the verdicts above treat it as having no dump.",
+            "Check the files are whole (a process killed while writing leaves a truncated dump) and named <prefix><rank>.",
+        )
+    })
+}
