@@ -105,8 +105,7 @@ fn a_truncated_dump_is_reported_not_skipped() {
 
 #[test]
 fn job_table_groups_ranks_by_host_and_marks_the_stuck_one() {
-    let output =
-        Command::cargo_bin("topo").unwrap().arg("nccl").arg(log043()).arg(fr("sleep")).output().unwrap();
+    let output = Command::cargo_bin("topo").unwrap().arg("nccl").arg(log043()).arg(fr("sleep")).output().unwrap();
     assert!(output.status.success());
     let text = String::from_utf8(output.stdout).unwrap();
     let table = &text[text.find("Flight Recorder").unwrap()..];
@@ -115,12 +114,8 @@ fn job_table_groups_ranks_by_host_and_marks_the_stuck_one() {
 
 #[test]
 fn job_json_holds_the_log_and_the_job() {
-    let output = Command::cargo_bin("topo")
-        .unwrap()
-        .args(["nccl", "--format", "json"])
-        .arg(fr("skip"))
-        .output()
-        .unwrap();
+    let output =
+        Command::cargo_bin("topo").unwrap().args(["nccl", "--format", "json"]).arg(fr("skip")).output().unwrap();
     assert!(output.status.success());
     let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(doc["nccl"].is_null());

@@ -127,3 +127,33 @@ pub struct Straggler {
     /// Median lateness behind the first rank, milliseconds.
     pub median_ms: f64,
 }
+
+impl GroupState {
+    /// What a rank's row says about it, strongest first: `STUCK` (behind while
+    /// others wait), `NO DUMP`, `MISMATCH`, `waiting`, `late`, or nothing.
+    pub fn mark(&self, rank: u32) -> &'static str {
+        let v = &self.verdict;
+        if v.behind.contains(&rank) && !v.waiting.is_empty() {
+            "STUCK"
+        } else if v.no_dump.contains(&rank) {
+            "NO DUMP"
+        } else if v.mismatches.iter().any(|m| m.odd.contains(&rank)) {
+            "MISMATCH"
+        } else if v.waiting.contains(&rank) {
+            "waiting"
+        } else if v.stragglers.iter().any(|s| s.rank == rank) {
+            "late"
+        } else {
+            ""
+        }
+    }
+}
+
+impl RankState {
+    /// `#6 all_reduce [[1024]] scheduled`, or `-`.
+    pub fn entered_text(&self) -> String {
+        self.last_entered
+            .as_ref()
+            .map_or("-".to_string(), |e| format!("#{} {} {:?} {}", e.seq, e.op, e.input_sizes, e.state))
+    }
+}

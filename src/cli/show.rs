@@ -38,6 +38,9 @@ pub(super) struct ShowArgs {
     /// NCCL_DEBUG=INFO logs for the UI's NCCL, Bandwidth and Findings screens.
     #[arg(long, value_name = "LOG", num_args = 1..)]
     pub(super) nccl_log: Vec<PathBuf>,
+    /// PyTorch Flight Recorder dumps (files or a directory) for the Job screen.
+    #[arg(long, value_name = "DUMPS", num_args = 1..)]
+    pub(super) fr: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -76,7 +79,7 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     let snapshot = args.origin.load()?;
     report_notices(&snapshot);
     if interactive {
-        return show_ui(snapshot, &args.nccl_log, None);
+        return show_ui(snapshot, &args.nccl_log, &args.fr, None);
     }
     let text = match args.format {
         ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
@@ -113,7 +116,7 @@ pub(super) fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> an
     let Some((snapshot, _)) = first.as_deref().and_then(&open) else {
         anyhow::bail!("{}: no readable snapshot", dir.display());
     };
-    show_ui(snapshot, &args.nccl_log, Some(topo_tui::ClusterView { report, open }))
+    show_ui(snapshot, &args.nccl_log, &args.fr, Some(topo_tui::ClusterView { report, open }))
 }
 
 /// Opens the terminal UI on `snapshot`, with the findings for it (and for the
@@ -121,6 +124,7 @@ pub(super) fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> an
 pub(super) fn show_ui(
     snapshot: Snapshot,
     logs: &[PathBuf],
+    dumps: &[PathBuf],
     cluster: Option<topo_tui::ClusterView>,
 ) -> anyhow::Result<ExitCode> {
     // Logs given now win over a report the snapshot carries.
@@ -137,11 +141,21 @@ pub(super) fn show_ui(
             eprintln!("topo: error: {input}");
         }
     }
-    let findings = match &nccl {
+    let mut findings = match &nccl {
         Some(report) => crate::diagnose::diagnose(report, Some(&snapshot)),
         None => crate::checks::hardware(&snapshot),
     };
+    let (dumps, _) = crate::job_inputs::split(dumps);
+    let job = (!dumps.is_empty()).then(|| {
+        let job = crate::job_inputs::job_report(&dumps, nccl.as_ref().unwrap_or(&Default::default()));
+        let mut hang = crate::diagnose::hang::findings(&job);
+        hang.append(&mut findings);
+        hang.sort_by(|a, b| b.severity.cmp(&a.severity));
+        findings = hang;
+        job
+    });
     let mut app = topo_tui::App::new(topo_tui::UiData { snapshot, nccl, findings, cluster });
+    app.job = job;
     topo_tui::terminal::run(&mut app).context("terminal UI")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,25 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use topo_model::flight_recorder::{GroupState, JobReport, RankState};
-
-/// What a rank's row says about it, strongest first.
-pub fn mark(group: &GroupState, member: &RankState) -> &'static str {
-    let v = &group.verdict;
-    if v.behind.contains(&member.rank) && !v.waiting.is_empty() {
-        "STUCK"
-    } else if v.no_dump.contains(&member.rank) {
-        "NO DUMP"
-    } else if v.mismatches.iter().any(|m| m.odd.contains(&member.rank)) {
-        "MISMATCH"
-    } else if v.waiting.contains(&member.rank) {
-        "waiting"
-    } else if v.stragglers.iter().any(|s| s.rank == member.rank) {
-        "late"
-    } else {
-        ""
-    }
-}
+use topo_model::flight_recorder::{JobReport, RankState};
 
 pub fn render(job: &JobReport) -> String {
     let mut out = String::new();
@@ -60,7 +42,7 @@ pub fn render(job: &JobReport) -> String {
                     m.cuda_dev.map_or("-".into(), |d| d.to_string()),
                     entered,
                     m.last_completed.map_or("-".into(), |c| format!("#{c}")),
-                    mark(group, m)
+                    group.mark(m.rank)
                 );
             }
         }
