@@ -18,6 +18,7 @@ pub mod nccl;
 pub mod nvml;
 pub mod path;
 pub mod pcie;
+pub mod ras;
 pub mod snapshot;
 pub mod topology;
 pub mod units;

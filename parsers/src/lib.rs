@@ -6,3 +6,4 @@ pub mod nccl_log;
 pub mod nccl_tests;
 pub mod nccl_xml;
 pub mod nvidia_smi;
+pub mod ras;

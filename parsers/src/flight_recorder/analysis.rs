@@ -16,7 +16,8 @@ use super::dump::RankDump;
 
 /// Collectives whose per-rank sizes legitimately differ (PyTorch's own
 /// analyser exempts the all-to-alls; gather/scatter differ on the root).
-const SIZES_MAY_DIFFER: &[&str] = &["all_to_all", "alltoall", "alltoall_base", "all_to_all_single", "gather", "scatter"];
+const SIZES_MAY_DIFFER: &[&str] =
+    &["all_to_all", "alltoall", "alltoall_base", "all_to_all_single", "gather", "scatter"];
 
 /// A rank enters a collective "late" when it is the last, this far behind the first.
 const LATE_MARGIN_NS: u64 = 100_000_000;
@@ -74,8 +75,9 @@ fn expected_ranks(name: &str, by_rank: &BTreeMap<u32, RankDump>) -> (BTreeSet<u3
         if desc.is_empty() {
             desc = track.desc.clone();
         }
-        let config =
-            dump.pg_config.get(name).or_else(|| (dump.pg_config.len() == 1 && dump.groups.len() == 1).then(|| dump.pg_config.values().next()).flatten());
+        let config = dump.pg_config.get(name).or_else(|| {
+            (dump.pg_config.len() == 1 && dump.groups.len() == 1).then(|| dump.pg_config.values().next()).flatten()
+        });
         if let Some(config) = config {
             ranks.extend(config.ranks.iter().copied());
         }
@@ -182,7 +184,8 @@ fn mismatches(recent: &[(u32, &[CollectiveRecord])]) -> Vec<Mismatch> {
                 continue;
             }
             // The most common call (ties: the one the lowest rank made) is taken as intended.
-            let Some(common) = counts.iter().max_by(|a, b| a.1.0.cmp(&b.1.0).then(b.1.1.cmp(&a.1.1))).map(|c| c.0.clone())
+            let Some(common) =
+                counts.iter().max_by(|a, b| a.1.0.cmp(&b.1.0).then(b.1.1.cmp(&a.1.1))).map(|c| c.0.clone())
             else {
                 continue;
             };

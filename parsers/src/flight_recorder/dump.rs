@@ -49,7 +49,6 @@ pub struct GroupTrack {
 /// One entry, format-neutral.
 #[derive(Default)]
 struct Entry {
-    seq: Option<u64>,
     profiling_name: String,
     input_sizes: Vec<Vec<u64>>,
     output_sizes: Vec<Vec<u64>>,
@@ -57,10 +56,6 @@ struct Entry {
     state: String,
     retired: bool,
     time_created_ns: Option<u64>,
-    pg_name: String,
-    pg_desc: String,
-    pg_id: Option<i64>,
-    is_p2p: bool,
 }
 
 /// A pickle (protocol 2+) whose root is a dict, or a JSON object, holding `entries`.
@@ -88,13 +83,12 @@ pub fn rank_from_name(name: &str) -> Option<u32> {
 pub fn read(file: &str, bytes: &[u8]) -> Result<RankDump, FrError> {
     let mut dump = RankDump { file: file.to_string(), rank: rank_from_name(file), ..RankDump::default() };
     let mut status: BTreeMap<String, i64> = BTreeMap::new();
-    let mut entries = Vec::new();
     if bytes.first() == Some(&0x80) {
         dump.format = "pickle";
-        read_pickle(bytes, &mut dump, &mut status, &mut entries)?;
+        read_pickle(bytes, &mut dump, &mut status)?;
     } else {
         dump.format = "json";
-        read_json(bytes, &mut dump, &mut status, &mut entries)?;
+        read_json(bytes, &mut dump, &mut status)?;
     }
     if let Some(version) = &dump.version {
         let major = version.split('.').next().and_then(|m| m.trim().parse::<u32>().ok());
@@ -102,9 +96,10 @@ pub fn read(file: &str, bytes: &[u8]) -> Result<RankDump, FrError> {
             return Err(FrError::Version(version.clone()));
         }
     }
-    dump.entries = entries.len() as u64;
-    for (index, entry) in entries.into_iter().enumerate() {
-        add_entry(&mut dump, index as u64, entry);
+    for track in dump.groups.values_mut() {
+        // Gathered newest first.
+        track.recent.reverse();
+        track.last_entered = track.recent.iter().max_by_key(|r| r.seq).cloned();
     }
     // pg_status (2.4+) counts completions the entries may no longer show.
     for track in dump.groups.values_mut() {
@@ -116,58 +111,57 @@ pub fn read(file: &str, bytes: &[u8]) -> Result<RankDump, FrError> {
     Ok(dump)
 }
 
-fn add_entry(dump: &mut RankDump, index: u64, entry: Entry) {
-    if entry.is_p2p || entry.seq.is_none() {
-        return;
+/// What every entry gives cheaply; the full record is built only for the
+/// newest [`WINDOW`] entries of each group (entries are visited newest first).
+struct Cheap<'e> {
+    pg_name: &'e str,
+    seq: Option<u64>,
+    completed: bool,
+    is_p2p: bool,
+}
+
+fn absorb(dump: &mut RankDump, cheap: Cheap<'_>, build: impl FnOnce() -> (String, Option<i64>, CollectiveRecord)) {
+    let Some(seq) = cheap.seq.filter(|_| !cheap.is_p2p) else { return };
+    if !dump.groups.contains_key(cheap.pg_name) {
+        dump.groups.insert(cheap.pg_name.to_string(), GroupTrack::default());
     }
-    let seq = entry.seq.unwrap_or_default();
-    let op = entry.profiling_name.rsplit(':').next().unwrap_or_default().to_string();
-    let completed = entry.state == "completed" || entry.retired;
-    let record = CollectiveRecord {
-        seq,
-        entry: index,
-        op,
-        profiling_name: entry.profiling_name,
-        input_sizes: entry.input_sizes,
-        output_sizes: entry.output_sizes,
-        input_dtypes: entry.input_dtypes,
-        state: entry.state,
-        retired: entry.retired,
-        time_created_ns: entry.time_created_ns,
-    };
-    let track = dump.groups.entry(entry.pg_name).or_default();
-    if track.desc.is_empty() {
-        track.desc = entry.pg_desc;
-    }
-    if track.pg_id.is_none() {
-        track.pg_id = entry.pg_id;
-    }
-    if completed {
+    let Some(track) = dump.groups.get_mut(cheap.pg_name) else { return };
+    if cheap.completed {
         track.last_completed = Some(track.last_completed.map_or(seq, |c| c.max(seq)));
     }
-    if track.last_entered.as_ref().is_none_or(|last| last.seq <= seq) {
-        track.last_entered = Some(record.clone());
+    if track.recent.len() < WINDOW {
+        let (desc, pg_id, record) = build();
+        if track.desc.is_empty() {
+            track.desc = desc;
+        }
+        if track.pg_id.is_none() {
+            track.pg_id = pg_id;
+        }
+        track.recent.push(record);
     }
-    if track.recent.len() == WINDOW {
-        track.recent.remove(0);
+}
+
+fn record(seq: u64, index: u64, e: Entry) -> CollectiveRecord {
+    CollectiveRecord {
+        seq,
+        entry: index,
+        op: e.profiling_name.rsplit(':').next().unwrap_or_default().to_string(),
+        profiling_name: e.profiling_name,
+        input_sizes: e.input_sizes,
+        output_sizes: e.output_sizes,
+        input_dtypes: e.input_dtypes,
+        state: e.state,
+        retired: e.retired,
+        time_created_ns: e.time_created_ns,
     }
-    track.recent.push(record);
 }
 
 /// `"[0, 1, 2, 3]"` (how pg_config writes ranks) or a list of numbers.
 fn parse_rank_list(text: &str) -> Vec<u32> {
-    text.trim_matches(|c| c == '[' || c == ']')
-        .split(',')
-        .filter_map(|r| r.trim().parse().ok())
-        .collect()
+    text.trim_matches(|c| c == '[' || c == ']').split(',').filter_map(|r| r.trim().parse().ok()).collect()
 }
 
-fn read_pickle(
-    bytes: &[u8],
-    dump: &mut RankDump,
-    status: &mut BTreeMap<String, i64>,
-    entries: &mut Vec<Entry>,
-) -> Result<(), FrError> {
+fn read_pickle(bytes: &[u8], dump: &mut RankDump, status: &mut BTreeMap<String, i64>) -> Result<(), FrError> {
     let p = Pickle::parse(bytes)?;
     let root = p.root();
     if !matches!(p.node(root), super::pickle::Node::Dict(_)) {
@@ -177,12 +171,10 @@ fn read_pickle(
     dump.version = p.get(root, "version").and_then(|v| p.text(v)).map(|v| v.into_owned());
     if let Some(config) = p.get(root, "pg_config") {
         for (name, value) in p.items(config) {
-            let Some(name) = p.text(*name) else { continue };
-            let desc = p.get(*value, "desc").and_then(|d| p.text(d)).unwrap_or_default().into_owned();
-            let ranks = match p.get(*value, "ranks") {
-                Some(r) if !p.list(r).is_empty() => {
-                    p.list(r).iter().filter_map(|x| u32::try_from(p.int(*x)?).ok()).collect()
-                }
+            let Some(name) = p.text(name) else { continue };
+            let desc = p.get(value, "desc").and_then(|d| p.text(d)).unwrap_or_default().into_owned();
+            let ranks = match p.get(value, "ranks") {
+                Some(r) if p.len(r) > 0 => p.list(r).filter_map(|x| u32::try_from(p.int(x)?).ok()).collect(),
                 Some(r) => p.text(r).map(|t| parse_rank_list(&t)).unwrap_or_default(),
                 None => Vec::new(),
             };
@@ -191,8 +183,8 @@ fn read_pickle(
     }
     if let Some(pg_status) = p.get(root, "pg_status") {
         for (pg, value) in p.items(pg_status) {
-            let key = p.text(*pg).map(|k| k.into_owned()).or_else(|| p.int(*pg).map(|i| i.to_string()));
-            let done = p.get(*value, "last_completed_collective").and_then(|v| p.int(v));
+            let key = p.text(pg).map(|k| k.into_owned()).or_else(|| p.int(pg).map(|i| i.to_string()));
+            let done = p.get(value, "last_completed_collective").and_then(|v| p.int(v));
             if let (Some(key), Some(done)) = (key, done) {
                 status.insert(key, done);
             }
@@ -200,35 +192,41 @@ fn read_pickle(
     }
     let sizes = |id: Option<NodeId>| -> Vec<Vec<u64>> {
         id.map(|id| {
-            p.list(id)
-                .iter()
-                .map(|shape| p.list(*shape).iter().filter_map(|d| u64::try_from(p.int(*d)?).ok()).collect())
-                .collect()
+            p.list(id).map(|shape| p.list(shape).filter_map(|d| u64::try_from(p.int(d)?).ok()).collect()).collect()
         })
         .unwrap_or_default()
     };
     let text = |id: Option<NodeId>| id.and_then(|id| p.text(id)).map(|t| t.into_owned()).unwrap_or_default();
-    for &e in p.list(entries_node) {
-        let pg = p.get(e, "process_group").map(|g| p.list(g).to_vec()).unwrap_or_default();
-        entries.push(Entry {
-            seq: p
-                .get(e, "collective_seq_id")
-                .or_else(|| p.get(e, "seq_id"))
-                .and_then(|v| u64::try_from(p.int(v)?).ok()),
-            profiling_name: text(p.get(e, "profiling_name")),
-            input_sizes: sizes(p.get(e, "input_sizes")),
-            output_sizes: sizes(p.get(e, "output_sizes")),
-            input_dtypes: p
-                .get(e, "input_dtypes")
-                .map(|d| p.list(d).iter().filter_map(|x| p.text(*x).map(|t| t.into_owned())).collect())
-                .unwrap_or_default(),
-            state: text(p.get(e, "state")),
-            retired: p.get(e, "retired").and_then(|v| p.bool(v)).unwrap_or(false),
-            time_created_ns: p.get(e, "time_created_ns").and_then(|v| u64::try_from(p.int(v)?).ok()),
-            pg_name: text(pg.first().copied()),
-            pg_desc: text(pg.get(1).copied()),
-            pg_id: p.get(e, "pg_id").and_then(|v| p.int(v)),
+    let entries: Vec<NodeId> = p.list(entries_node).collect();
+    dump.entries = entries.len() as u64;
+    for (index, &e) in entries.iter().enumerate().rev() {
+        let pg_node = p.get(e, "process_group");
+        let pg_name = pg_node.and_then(|g| p.list(g).next()).and_then(|n| p.text(n)).unwrap_or_default();
+        let state = p.get(e, "state").and_then(|s| p.text(s)).unwrap_or_default();
+        let retired = p.get(e, "retired").and_then(|v| p.bool(v)).unwrap_or(false);
+        let seq =
+            p.get(e, "collective_seq_id").or_else(|| p.get(e, "seq_id")).and_then(|v| u64::try_from(p.int(v)?).ok());
+        let cheap = Cheap {
+            pg_name: &pg_name,
+            seq,
+            completed: state == "completed" || retired,
             is_p2p: p.get(e, "is_p2p").and_then(|v| p.bool(v)).unwrap_or(false),
+        };
+        absorb(dump, cheap, || {
+            let entry = Entry {
+                profiling_name: text(p.get(e, "profiling_name")),
+                input_sizes: sizes(p.get(e, "input_sizes")),
+                output_sizes: sizes(p.get(e, "output_sizes")),
+                input_dtypes: p
+                    .get(e, "input_dtypes")
+                    .map(|d| p.list(d).filter_map(|x| p.text(x).map(|t| t.into_owned())).collect())
+                    .unwrap_or_default(),
+                state: state.to_string(),
+                retired,
+                time_created_ns: p.get(e, "time_created_ns").and_then(|v| u64::try_from(p.int(v)?).ok()),
+            };
+            let desc = text(pg_node.and_then(|g| p.list(g).nth(1)));
+            (desc, p.get(e, "pg_id").and_then(|v| p.int(v)), record(seq.unwrap_or_default(), index as u64, entry))
         });
     }
     Ok(())
@@ -280,12 +278,7 @@ fn json_int(v: &serde_json::Value) -> Option<i64> {
     v.as_i64().or_else(|| v.as_str()?.trim().parse().ok())
 }
 
-fn read_json(
-    bytes: &[u8],
-    dump: &mut RankDump,
-    status: &mut BTreeMap<String, i64>,
-    entries: &mut Vec<Entry>,
-) -> Result<(), FrError> {
+fn read_json(bytes: &[u8], dump: &mut RankDump, status: &mut BTreeMap<String, i64>) -> Result<(), FrError> {
     let raw: JsonDump = serde_json::from_slice(bytes)?;
     dump.version = raw.version.map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string));
     for (name, config) in raw.pg_config {
@@ -301,10 +294,14 @@ fn read_json(
             status.insert(pg, done);
         }
     }
-    entries.extend(raw.entries.into_iter().map(|e| {
+    dump.entries = raw.entries.len() as u64;
+    for (index, e) in raw.entries.into_iter().enumerate().rev() {
         let mut pg = e.process_group.into_iter();
-        Entry {
-            seq: e.collective_seq_id.or(e.seq_id),
+        let (pg_name, pg_desc) = (pg.next().unwrap_or_default(), pg.next().unwrap_or_default());
+        let seq = e.collective_seq_id.or(e.seq_id);
+        let cheap = Cheap { pg_name: &pg_name, seq, completed: e.state == "completed" || e.retired, is_p2p: e.is_p2p };
+        let pg_id = e.pg_id;
+        let entry = Entry {
             profiling_name: e.profiling_name,
             input_sizes: e.input_sizes,
             output_sizes: e.output_sizes,
@@ -312,12 +309,9 @@ fn read_json(
             state: e.state,
             retired: e.retired,
             time_created_ns: e.time_created_ns.filter(|t| *t > 0),
-            pg_name: pg.next().unwrap_or_default(),
-            pg_desc: pg.next().unwrap_or_default(),
-            pg_id: e.pg_id,
-            is_p2p: e.is_p2p,
-        }
-    }));
+        };
+        absorb(dump, cheap, || (pg_desc, pg_id, record(seq.unwrap_or_default(), index as u64, entry)));
+    }
     Ok(())
 }
 

@@ -30,17 +30,46 @@ pub enum Node {
     /// An integer wider than 64 bits (kept as its low 64 bits' sign only: never needed).
     BigInt,
     Float(f64),
-    Str { start: u32, len: u32 },
-    Bytes { start: u32, len: u32 },
-    /// Lists, tuples and sets.
-    List(Vec<NodeId>),
-    Dict(Vec<(NodeId, NodeId)>),
+    Str {
+        start: u32,
+        len: u32,
+    },
+    Bytes {
+        start: u32,
+        len: u32,
+    },
+    /// Lists, tuples and sets: a chain of links (no allocation per container).
+    List(Chain),
+    Dict(Chain),
+}
+
+/// Where a container's items are in the shared link table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Chain {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+const NIL: u32 = u32::MAX;
+
+impl Chain {
+    const EMPTY: Chain = Chain { head: NIL, tail: NIL, len: 0 };
+}
+
+/// One item of a container: a value (lists) or a key and value (dicts).
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    a: NodeId,
+    b: NodeId,
+    next: u32,
 }
 
 /// A decoded pickle: the arena and the root value.
 pub struct Pickle<'a> {
     input: &'a [u8],
     nodes: Vec<Node>,
+    links: Vec<Link>,
     root: NodeId,
 }
 
@@ -58,7 +87,15 @@ impl<'a> Pickle<'a> {
         if input.len() > u32::MAX as usize {
             return Err(PickleError::Malformed { at: 0, what: "input over 4 GiB" });
         }
-        Parser { input, pos: 0, nodes: Vec::new(), stack: Vec::new(), memo: Vec::new() }.run()
+        Parser {
+            input,
+            pos: 0,
+            nodes: Vec::with_capacity(input.len() / 4),
+            links: Vec::with_capacity(input.len() / 8),
+            stack: Vec::new(),
+            memo: Vec::new(),
+        }
+        .run()
     }
 
     pub fn root(&self) -> NodeId {
@@ -89,25 +126,43 @@ impl<'a> Pickle<'a> {
         }
     }
 
+    fn chain(&self, chain: Chain) -> impl Iterator<Item = (NodeId, NodeId)> + '_ {
+        let mut at = chain.head;
+        std::iter::from_fn(move || {
+            let link = self.links.get(at as usize)?;
+            at = link.next;
+            Some((link.a, link.b))
+        })
+    }
+
     /// The value under string key `key` of a dict node.
     pub fn get(&self, dict: NodeId, key: &str) -> Option<NodeId> {
-        match self.node(dict) {
-            Node::Dict(items) => items.iter().find(|(k, _)| self.key_is(*k, key)).map(|(_, v)| *v),
-            _ => None,
-        }
+        self.items(dict).find(|(k, _)| self.key_is(*k, key)).map(|(_, v)| v)
     }
 
-    pub fn items(&self, dict: NodeId) -> &[(NodeId, NodeId)] {
-        match self.node(dict) {
-            Node::Dict(items) => items,
-            _ => &[],
-        }
+    /// A dict's (key, value) pairs; nothing for other nodes.
+    pub fn items(&self, dict: NodeId) -> impl Iterator<Item = (NodeId, NodeId)> + '_ {
+        let chain = match self.node(dict) {
+            Node::Dict(chain) => *chain,
+            _ => Chain::EMPTY,
+        };
+        self.chain(chain)
     }
 
-    pub fn list(&self, id: NodeId) -> &[NodeId] {
+    /// A list's (tuple's, set's) items; nothing for other nodes.
+    pub fn list(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        let chain = match self.node(id) {
+            Node::List(chain) => *chain,
+            _ => Chain::EMPTY,
+        };
+        self.chain(chain).map(|(a, _)| a)
+    }
+
+    /// Items of a list or dict.
+    pub fn len(&self, id: NodeId) -> usize {
         match self.node(id) {
-            Node::List(items) => items,
-            _ => &[],
+            Node::List(chain) | Node::Dict(chain) => chain.len as usize,
+            _ => 0,
         }
     }
 
@@ -133,6 +188,7 @@ struct Parser<'a> {
     input: &'a [u8],
     pos: usize,
     nodes: Vec<Node>,
+    links: Vec<Link>,
     stack: Vec<Slot>,
     memo: Vec<Option<NodeId>>,
 }
@@ -174,16 +230,68 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Values above the topmost MARK, which is removed.
-    fn pop_mark(&mut self, at: usize) -> Result<Vec<NodeId>, PickleError> {
-        let mark = self
-            .stack
-            .iter()
-            .rposition(|s| matches!(s, Slot::Mark))
-            .ok_or(PickleError::Malformed { at, what: "no MARK" })?;
-        let values = self.stack.split_off(mark + 1);
-        self.stack.pop();
-        Ok(values.into_iter().filter_map(|s| if let Slot::Value(id) = s { Some(id) } else { None }).collect())
+    /// Where the topmost MARK is on the stack.
+    fn mark(&self, at: usize) -> Result<usize, PickleError> {
+        self.stack.iter().rposition(|s| matches!(s, Slot::Mark)).ok_or(PickleError::Malformed { at, what: "no MARK" })
+    }
+
+    /// Appends one item to a container's chain.
+    fn link(&mut self, container: NodeId, a: NodeId, b: NodeId, dict: bool, at: usize) -> Result<(), PickleError> {
+        let index = self.links.len() as u32;
+        let chain = match (self.nodes.get_mut(container as usize), dict) {
+            (Some(Node::List(chain)), false) | (Some(Node::Dict(chain)), true) => chain,
+            _ => return Err(PickleError::Malformed { at, what: "item added to the wrong kind of container" }),
+        };
+        let previous = chain.tail;
+        if chain.head == NIL {
+            chain.head = index;
+        }
+        chain.tail = index;
+        chain.len += 1;
+        self.links.push(Link { a, b, next: NIL });
+        if let Some(link) = self.links.get_mut(previous as usize) {
+            link.next = index;
+        }
+        Ok(())
+    }
+
+    /// Moves the values above the topmost MARK into `container` (pairs for a
+    /// dict) and removes them and the MARK.
+    fn drain_mark_into(&mut self, container: NodeId, dict: bool, at: usize) -> Result<(), PickleError> {
+        let mark = self.mark(at)?;
+        let count = self.stack.len() - mark - 1;
+        if dict && count % 2 != 0 {
+            return Err(PickleError::Malformed { at, what: "odd number of dict items" });
+        }
+        let step = if dict { 2 } else { 1 };
+        let mut i = mark + 1;
+        while i + step <= self.stack.len() {
+            let a = match self.stack.get(i) {
+                Some(Slot::Value(id)) => *id,
+                _ => return Err(PickleError::Malformed { at, what: "MARK among items" }),
+            };
+            let b = if dict {
+                match self.stack.get(i + 1) {
+                    Some(Slot::Value(id)) => *id,
+                    _ => return Err(PickleError::Malformed { at, what: "MARK among items" }),
+                }
+            } else {
+                a
+            };
+            self.link(container, a, b, dict, at)?;
+            i += step;
+        }
+        self.stack.truncate(mark);
+        Ok(())
+    }
+
+    /// A new container made of the values above the topmost MARK.
+    fn container_from_mark(&mut self, dict: bool, at: usize) -> Result<(), PickleError> {
+        let id = self.nodes.len() as NodeId;
+        self.nodes.push(if dict { Node::Dict(Chain::EMPTY) } else { Node::List(Chain::EMPTY) });
+        self.drain_mark_into(id, dict, at)?;
+        self.stack.push(Slot::Value(id));
+        Ok(())
     }
 
     fn string(&mut self, len: usize, bytes: bool) -> Result<(), PickleError> {
@@ -219,34 +327,6 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn container_mut(&mut self, id: NodeId, at: usize) -> Result<&mut Node, PickleError> {
-        self.nodes.get_mut(id as usize).ok_or(PickleError::Malformed { at, what: "bad node" })
-    }
-
-    fn extend_list(&mut self, list: NodeId, values: Vec<NodeId>, at: usize) -> Result<(), PickleError> {
-        match self.container_mut(list, at)? {
-            Node::List(items) => {
-                items.extend(values);
-                Ok(())
-            }
-            _ => Err(PickleError::Malformed { at, what: "append to a non-list" }),
-        }
-    }
-
-    fn extend_dict(&mut self, dict: NodeId, values: Vec<NodeId>, at: usize) -> Result<(), PickleError> {
-        if values.len() % 2 != 0 {
-            return Err(PickleError::Malformed { at, what: "odd number of dict items" });
-        }
-        let pairs = values.chunks_exact(2).filter_map(|kv| Some((*kv.first()?, *kv.get(1)?)));
-        match self.container_mut(dict, at)? {
-            Node::Dict(items) => {
-                items.extend(pairs);
-                Ok(())
-            }
-            _ => Err(PickleError::Malformed { at, what: "set item on a non-dict" }),
-        }
-    }
-
     fn run(mut self) -> Result<Pickle<'a>, PickleError> {
         loop {
             let at = self.pos;
@@ -260,14 +340,15 @@ impl<'a> Parser<'a> {
                 }
                 b'.' => {
                     let root = self.pop(at)?;
-                    return Ok(Pickle { input: self.input, nodes: self.nodes, root });
+                    return Ok(Pickle { input: self.input, nodes: self.nodes, links: self.links, root });
                 }
                 b'(' => self.stack.push(Slot::Mark),
                 b'0' => {
                     self.stack.pop().ok_or(PickleError::Malformed { at, what: "POP on empty stack" })?;
                 }
                 b'1' => {
-                    self.pop_mark(at)?;
+                    let mark = self.mark(at)?;
+                    self.stack.truncate(mark);
                 }
                 b'2' => {
                     let id = self.top(at)?;
@@ -323,47 +404,43 @@ impl<'a> Parser<'a> {
                     let n = self.le(8)?;
                     self.string(usize::try_from(n).unwrap_or(usize::MAX), true)?;
                 }
-                b']' | b')' | 0x8f => self.push(Node::List(Vec::new())),
-                b'}' => self.push(Node::Dict(Vec::new())),
-                b'l' | b't' | 0x91 => {
-                    let values = self.pop_mark(at)?;
-                    self.push(Node::List(values));
-                }
+                b']' | b')' | 0x8f => self.push(Node::List(Chain::EMPTY)),
+                b'}' => self.push(Node::Dict(Chain::EMPTY)),
+                b'l' | b't' | 0x91 => self.container_from_mark(false, at)?,
+                b'd' => self.container_from_mark(true, at)?,
                 0x85..=0x87 => {
                     let n = usize::from(op - 0x84);
-                    let mut values = Vec::with_capacity(n);
-                    for _ in 0..n {
-                        values.push(self.pop(at)?);
-                    }
-                    values.reverse();
-                    self.push(Node::List(values));
-                }
-                b'd' => {
-                    let values = self.pop_mark(at)?;
-                    self.push(Node::Dict(Vec::new()));
-                    let dict = self.top(at)?;
-                    self.extend_dict(dict, values, at)?;
+                    let start =
+                        self.stack.len().checked_sub(n).ok_or(PickleError::Malformed { at, what: "short stack" })?;
+                    self.stack.insert(start, Slot::Mark);
+                    self.container_from_mark(false, at)?;
                 }
                 b'a' => {
                     let value = self.pop(at)?;
                     let list = self.top(at)?;
-                    self.extend_list(list, vec![value], at)?;
+                    self.link(list, value, value, false, at)?;
                 }
                 b'e' | 0x90 => {
-                    let values = self.pop_mark(at)?;
-                    let list = self.top(at)?;
-                    self.extend_list(list, values, at)?;
+                    let mark = self.mark(at)?;
+                    let list = match mark.checked_sub(1).and_then(|i| self.stack.get(i)) {
+                        Some(Slot::Value(id)) => *id,
+                        _ => return Err(PickleError::Malformed { at, what: "APPENDS without a list" }),
+                    };
+                    self.drain_mark_into(list, false, at)?;
                 }
                 b's' => {
                     let value = self.pop(at)?;
                     let key = self.pop(at)?;
                     let dict = self.top(at)?;
-                    self.extend_dict(dict, vec![key, value], at)?;
+                    self.link(dict, key, value, true, at)?;
                 }
                 b'u' => {
-                    let values = self.pop_mark(at)?;
-                    let dict = self.top(at)?;
-                    self.extend_dict(dict, values, at)?;
+                    let mark = self.mark(at)?;
+                    let dict = match mark.checked_sub(1).and_then(|i| self.stack.get(i)) {
+                        Some(Slot::Value(id)) => *id,
+                        _ => return Err(PickleError::Malformed { at, what: "SETITEMS without a dict" }),
+                    };
+                    self.drain_mark_into(dict, true, at)?;
                 }
                 b'q' => {
                     let i = self.le(1)? as usize;
@@ -425,7 +502,7 @@ mod tests {
     fn refuses_code_and_truncation() {
         // protocol 2, GLOBAL "os\nsystem"
         assert!(matches!(Pickle::parse(b"\x80\x02cos\nsystem\n"), Err(PickleError::Unsupported { op: b'c', .. })));
-        assert_eq!(Pickle::parse(b"\x80\x02X\xff\x00\x00\x00ab").err(), Some(PickleError::Truncated(3)));
+        assert_eq!(Pickle::parse(b"\x80\x02X\xff\x00\x00\x00ab").err(), Some(PickleError::Truncated(7)));
         assert!(Pickle::parse(b"\x80\x02}q\x00(u").is_err());
         assert!(Pickle::parse(b"").is_err());
     }
@@ -434,8 +511,8 @@ mod tests {
     fn memo_shares_a_list_filled_after_it_was_memoised() {
         // [[1], <same list>] as protocol 2: EMPTY_LIST BINPUT0 MARK EMPTY_LIST BINPUT1 K1 APPEND BINGET1 APPENDS STOP
         let p = Pickle::parse(b"\x80\x02]q\x00(]q\x01K\x01ah\x01e.").unwrap();
-        let outer = p.list(p.root()).to_vec();
+        let outer: Vec<NodeId> = p.list(p.root()).collect();
         assert_eq!(outer.len(), 2);
-        assert_eq!(p.list(outer[1]).len(), 1);
+        assert_eq!(p.len(outer[1]), 1);
     }
 }
