@@ -8,26 +8,75 @@ use std::path::{Path, PathBuf};
 use topo_model::flight_recorder::JobReport;
 use topo_model::nccl::{NcclReport, RankInfo};
 
-/// Dumps and everything else, in the order given. A directory holding at
-/// least one dump is split file by file (sorted); others stay whole.
-pub fn split(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let (mut dumps, mut rest) = (Vec::new(), Vec::new());
-    for input in inputs {
+/// The inputs of one command, sorted by what they are.
+#[derive(Default)]
+pub struct JobInputs {
+    /// Flight Recorder dumps.
+    pub dumps: Vec<PathBuf>,
+    /// NCCL RAS status outputs (text or JSON).
+    pub ras: Vec<PathBuf>,
+    /// Everything else (logs, snapshots), as given.
+    pub rest: Vec<PathBuf>,
+}
+
+fn is_ras_file(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open(path).and_then(|f| f.take(64 << 10).read_to_end(&mut head)).is_ok()
+        && topo_parsers::ras::looks_like_ras(&String::from_utf8_lossy(&head))
+}
+
+/// Sorts one file into `inputs`; false when it is neither a dump nor RAS output.
+fn sort_file(file: &Path, inputs: &mut JobInputs) -> bool {
+    if topo_parsers::flight_recorder::is_dump_file(file) {
+        inputs.dumps.push(file.to_path_buf());
+    } else if is_ras_file(file) {
+        inputs.ras.push(file.to_path_buf());
+    } else {
+        return false;
+    }
+    true
+}
+
+/// Dumps, RAS outputs and everything else, in the order given. A directory
+/// holding at least one dump or RAS output is split file by file (sorted);
+/// others stay whole.
+pub fn split(paths: &[PathBuf]) -> JobInputs {
+    let mut inputs = JobInputs::default();
+    for input in paths {
         if input.is_dir() {
             let files = files_under(input);
-            if files.iter().any(|f| topo_parsers::flight_recorder::is_dump_file(f)) {
-                for file in files {
-                    if topo_parsers::flight_recorder::is_dump_file(&file) { dumps.push(file) } else { rest.push(file) }
+            let mut found = JobInputs::default();
+            let mut others = Vec::new();
+            for file in files {
+                if !sort_file(&file, &mut found) {
+                    others.push(file);
                 }
+            }
+            if !found.dumps.is_empty() || !found.ras.is_empty() {
+                inputs.dumps.append(&mut found.dumps);
+                inputs.ras.append(&mut found.ras);
+                inputs.rest.append(&mut others);
                 continue;
             }
-        } else if input.is_file() && topo_parsers::flight_recorder::is_dump_file(input) {
-            dumps.push(input.clone());
+        } else if input.is_file() && sort_file(input, &mut inputs) {
             continue;
         }
-        rest.push(input.clone());
+        inputs.rest.push(input.clone());
     }
-    (dumps, rest)
+    inputs
+}
+
+/// Reads RAS outputs; one that cannot be read is an error message.
+pub fn ras_reports(paths: &[PathBuf]) -> Vec<Result<topo_model::ras::RasStatus, String>> {
+    paths
+        .iter()
+        .map(|path| {
+            let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            topo_parsers::ras::parse(&path.display().to_string(), &String::from_utf8_lossy(&text))
+                .map_err(|e| format!("{}: {e}", path.display()))
+        })
+        .collect()
 }
 
 fn files_under(dir: &Path) -> Vec<PathBuf> {

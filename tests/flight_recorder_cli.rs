@@ -122,3 +122,57 @@ fn job_json_holds_the_log_and_the_job() {
     assert_eq!(doc["job"]["groups"][0]["verdict"]["mismatches"][0]["odd"], serde_json::json!([1]));
     assert_eq!(doc["job"]["dumps"].as_array().unwrap().len(), 8);
 }
+
+fn ras(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ras").join(name)
+}
+
+#[test]
+fn ras_issue_1911_names_the_30_unlisted_ranks_behind() {
+    let findings = diagnose(&[ras("nccl-issue-1911-allgather-count-mismatch.txt").as_os_str()]);
+    assert_eq!(codes(&findings), vec!["collective-hang"]);
+    let f = &findings[0];
+    let expected: Vec<u32> = (0..32).filter(|r| *r != 12 && *r != 13).collect();
+    assert_eq!(f["ranks"], serde_json::json!(expected));
+    assert_eq!(f["severity"], "warning", "RAS counts can be transient");
+    assert!(f["title"].as_str().unwrap().contains("rank 0-11, 14-31 of #0-0 are behind at AllGather operation 640"));
+}
+
+#[test]
+fn ras_dead_and_unreachable_processes_are_missing_ranks() {
+    for (file, label, rank) in [
+        ("docs-2.28-dead-process.txt", "considered dead", 21),
+        ("docs-2.28-incomplete-timeout.txt", "did not answer", 21),
+        ("docs-2.29.1-status.json", "missing", 1),
+    ] {
+        let findings = diagnose(&[ras(file).as_os_str()]);
+        assert_eq!(codes(&findings), vec!["rank-missing"], "{file}");
+        assert_eq!(findings[0]["ranks"], serde_json::json!([rank]), "{file}");
+        let text: String =
+            findings[0]["evidence"].as_array().unwrap().iter().map(|e| e["text"].as_str().unwrap()).collect();
+        assert!(text.contains(label), "{file}: {text}");
+    }
+    let json = diagnose(&[ras("docs-2.29.1-status.json").as_os_str()]);
+    assert!(json[0]["fix"].as_str().unwrap().contains("py-spy dump --pid 1524345"));
+}
+
+#[test]
+fn ras_healthy_and_transitional_outputs_raise_nothing() {
+    for file in
+        ["nccl-issue-1730-healthy-256gpu.txt", "docs-2.28-job-summary.txt", "docs-2.28-status-mismatch-finalize.txt"]
+    {
+        assert!(diagnose(&[ras(file).as_os_str()]).is_empty(), "{file}");
+    }
+}
+
+#[test]
+fn ras_text_beside_a_log_and_dumps_in_one_run() {
+    let findings = diagnose(&[
+        log043().as_os_str(),
+        fr("sleep").as_os_str(),
+        ras("nccl-issue-1911-allgather-count-mismatch.txt").as_os_str(),
+    ]);
+    let found = codes(&findings);
+    assert_eq!(&found[..2], &["collective-hang", "collective-hang"], "{found:?}");
+    assert!(found.contains(&"env-override"), "the log's own findings stay: {found:?}");
+}

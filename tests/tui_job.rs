@@ -16,7 +16,7 @@ const LOG: &str = "tests/fixtures/nccl-logs/043-nccl2234-4node-8rank-collnet-sha
 fn app(case: &str) -> App {
     let snapshot = sources::load(Origin::File(std::path::Path::new(H100))).unwrap();
     let report = sources::nccl_report(&[PathBuf::from(LOG)]);
-    let (dumps, _) = topo::job_inputs::split(&[PathBuf::from(format!("tests/fixtures/flight-recorder/{case}"))]);
+    let dumps = topo::job_inputs::split(&[PathBuf::from(format!("tests/fixtures/flight-recorder/{case}"))]).dumps;
     let job = topo::job_inputs::job_report(&dumps, &report);
     let findings = topo::diagnose::hang::findings(&job);
     let mut app = App::new(UiData { snapshot, nccl: Some(report), findings, cluster: None });

@@ -41,6 +41,7 @@ pub struct RasCommunicator {
     pub id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// Ranks per communicator (text: the table's `Ranks per comm`; JSON: `size`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<u64>,
     /// `RUNNING`, `INIT`, `FINALIZE`, ...

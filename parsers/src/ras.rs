@@ -113,7 +113,7 @@ fn parse_text(file: &str, text: &str) -> RasStatus {
                 status.communicators.push(RasCommunicator {
                     id: format!("#{}", words.first().copied().unwrap_or_default()),
                     hash: None,
-                    ranks: num(words.get(5).copied()),
+                    ranks: num(words.get(4).copied()),
                     status: words.get(6).copied().unwrap_or_default().to_string(),
                     errors: words.get(7).copied().unwrap_or_default().to_string(),
                 });

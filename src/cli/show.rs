@@ -145,7 +145,7 @@ pub(super) fn show_ui(
         Some(report) => crate::diagnose::diagnose(report, Some(&snapshot)),
         None => crate::checks::hardware(&snapshot),
     };
-    let (dumps, _) = crate::job_inputs::split(dumps);
+    let dumps = crate::job_inputs::split(dumps).dumps;
     let job = (!dumps.is_empty()).then(|| {
         let job = crate::job_inputs::job_report(&dumps, nccl.as_ref().unwrap_or(&Default::default()));
         let mut hang = crate::diagnose::hang::findings(&job);

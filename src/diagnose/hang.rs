@@ -5,6 +5,8 @@
 //! collective and sequence id, with the dump file and entry as evidence.
 
 use topo_model::flight_recorder::{CollectiveRecord, GroupState, JobReport, RankState};
+use topo_model::nccl::NcclReport;
+use topo_model::ras::{RasGroup, RasMismatch, RasRankRef, RasStatus};
 use topo_model::{Evidence, Finding, Severity};
 
 /// Every finding the dumps support, most telling first within each code.
@@ -281,4 +283,219 @@ fn unreadable_dumps(job: &JobReport) -> Option<Finding> {
             "Check the files are whole (a process killed while writing leaves a truncated dump) and named <prefix><rank>.",
         )
     })
+}
+
+/// Where the NCCL log puts a process or a communicator's rank: (host, rank, GPU, bus ID).
+struct LogPlace {
+    host: Option<String>,
+    rank: Option<u32>,
+    cuda_dev: Option<u32>,
+    bus_id: Option<String>,
+}
+
+fn place_from_log(log: &NcclReport, hash: Option<&str>, rank: Option<u32>, pid: Option<u64>) -> Option<LogPlace> {
+    let bare = |h: &str| h.trim_start_matches("0x").trim_start_matches('0').to_ascii_lowercase();
+    let comm = hash.and_then(|h| log.communicators.iter().find(|c| bare(&c.id) == bare(h)));
+    let by_rank = comm.and_then(|c| c.ranks.iter().find(|r| Some(r.rank) == rank));
+    let by_pid = || log.communicators.iter().flat_map(|c| &c.ranks).find(|r| pid.is_some() && r.pid == pid);
+    let info = by_rank.or_else(by_pid)?;
+    Some(LogPlace {
+        host: info.host.clone(),
+        rank: Some(info.rank),
+        cuda_dev: info.cuda_dev,
+        bus_id: info.bus_id.map(|b| b.to_string()),
+    })
+}
+
+fn ras_who(log: &NcclReport, r: &RasRankRef) -> (String, Option<String>) {
+    let place = place_from_log(log, r.hash.as_deref(), Some(r.rank), r.pid);
+    let host = place.as_ref().and_then(|p| p.host.clone());
+    let mut parts = vec![format!("node {}", r.host.as_deref().unwrap_or("?"))];
+    if let Some(h) = &host {
+        parts.push(format!("host {h} in the log"));
+    }
+    if let Some(g) = r.gpu.or(place.as_ref().and_then(|p| p.cuda_dev)) {
+        parts.push(format!("GPU {g}"));
+    }
+    if let Some(b) = place.as_ref().and_then(|p| p.bus_id.clone()) {
+        parts.push(b);
+    }
+    if let Some(pid) = r.pid {
+        parts.push(format!("pid {pid}"));
+    }
+    (format!("rank {} of {} ({})", r.rank, r.comm, parts.join(", ")), host.or_else(|| r.host.clone()))
+}
+
+/// Findings from one NCCL RAS status output, joined with the log's rank tables.
+pub fn ras_findings(status: &RasStatus, log: &NcclReport) -> Vec<Finding> {
+    let mut out = Vec::new();
+    out.extend(ras_missing(status, log));
+    for m in &status.mismatches {
+        out.extend(ras_count_mismatch(status, m, log));
+    }
+    out
+}
+
+fn ras_missing(status: &RasStatus, log: &NcclReport) -> Option<Finding> {
+    let mut evidence = Vec::new();
+    let mut hosts = Vec::new();
+    let mut ranks = Vec::new();
+    let mut steps = Vec::new();
+    for (label, processes) in [("considered dead", &status.dead), ("did not answer", &status.unresponsive)] {
+        for p in processes {
+            let place = place_from_log(log, None, None, Some(p.pid));
+            let host = place.as_ref().and_then(|x| x.host.clone()).unwrap_or_else(|| p.host.clone());
+            let rank = place.as_ref().and_then(|x| x.rank);
+            ranks.extend(rank);
+            hosts.push(host.clone());
+            let rank_text = rank.map_or(String::new(), |r| format!(", rank {r} in the log"));
+            evidence.push(Evidence {
+                at: status.file.clone(),
+                text: format!("process {} on node {} (GPU {:?}{rank_text}) {label}", p.pid, p.host, p.gpus),
+            });
+            steps.push(format!("On {host}: is pid {} alive (`ps -p {}`; dmesg for OOM kills and XIDs)?", p.pid, p.pid));
+        }
+    }
+    for r in &status.missing_ranks {
+        let (who, host) = ras_who(log, r);
+        ranks.push(r.rank);
+        hosts.extend(host);
+        let flags = if r.flags.is_empty() { String::new() } else { format!(" ({})", r.flags.join(", ")) };
+        evidence.push(Evidence {
+            at: status.file.clone(),
+            text: format!("{who} is missing from the communicator's data{flags}"),
+        });
+        if let Some(pid) = r.pid {
+            steps.push(format!("rank {}: `py-spy dump --pid {pid}` on its node.", r.rank));
+        }
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    let dead = !status.dead.is_empty();
+    let mut ordered = ranks.clone();
+    ordered.dedup();
+    let mut finding = Finding::new(
+        "rank-missing",
+        Severity::Error,
+        format!(
+            "NCCL RAS: {} ({} rank(s) missing from communicator data)",
+            if dead {
+                format!("{} process(es) considered dead", status.dead.len())
+            } else {
+                "processes unreachable".to_string()
+            },
+            status.missing_ranks.len()
+        ),
+        evidence,
+        "RAS reaches every process of the job over its own network. A process it cannot reach is stopped, \
+         hung hard or gone with its node (dead: unreachable for 60 s); every communicator it belongs to \
+         stalls at its next collective.",
+        &format!(
+            "{} Drain the node if the process died with it, else restart the job from its last checkpoint.",
+            if steps.is_empty() { "Check the processes named.".to_string() } else { steps.join("; ") }
+        ),
+    )
+    .on(hosts, ranks);
+    finding.ranks = ordered;
+    Some(finding)
+}
+
+/// `N ranks have launched up to operation K`: the ranks behind are the
+/// suspects. RAS lists only small outlier groups; with the communicator's size
+/// (its table row or the log) the unlisted group is the complement.
+fn ras_count_mismatch(status: &RasStatus, m: &RasMismatch, log: &NcclReport) -> Option<Finding> {
+    if !m.what.contains("operation counts") || m.groups.len() < 2 {
+        return None;
+    }
+    let op_count = |g: &RasGroup| g.value.parse::<u64>().ok();
+    let behind = m.groups.iter().min_by_key(|g| op_count(g).unwrap_or(u64::MAX))?;
+    let ahead: Vec<&RasGroup> = m.groups.iter().filter(|g| !std::ptr::eq(*g, behind)).collect();
+    let group_no = m.comm.trim_start_matches('#').split('-').next().unwrap_or_default();
+    let size = status
+        .communicators
+        .iter()
+        .find(|c| c.id == format!("#{group_no}") || c.hash.as_deref() == m.hash.as_deref())
+        .and_then(|c| c.ranks);
+    let listed: Vec<u32> = ahead.iter().flat_map(|g| g.ranks.iter().map(|r| r.rank)).collect();
+    let behind_ranks: Vec<u32> = if !behind.ranks.is_empty() {
+        behind.ranks.iter().map(|r| r.rank).collect()
+    } else {
+        match size {
+            Some(n) if ahead.iter().all(|g| g.ranks.len() as u64 == g.count) => {
+                (0..u32::try_from(n).unwrap_or(0)).filter(|r| !listed.contains(r)).collect()
+            }
+            _ => Vec::new(),
+        }
+    };
+    let mut evidence: Vec<Evidence> = m
+        .groups
+        .iter()
+        .map(|g| {
+            let listed = if g.ranks.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", g.ranks.iter().map(|r| ras_who(log, r).0).collect::<Vec<_>>().join("; "))
+            };
+            Evidence {
+                at: status.file.clone(),
+                text: format!("{} {} ranks have launched up to operation {}{listed}", m.comm, g.count, g.value),
+            }
+        })
+        .collect();
+    if behind.ranks.is_empty() && !behind_ranks.is_empty() {
+        evidence.push(Evidence {
+            at: status.file.clone(),
+            text: format!("RAS does not list the {} ranks behind; the communicator has {} ranks, so they are the ranks not listed", behind.count, size.unwrap_or(0)),
+        });
+    }
+    let hosts: Vec<String> = behind
+        .ranks
+        .iter()
+        .filter_map(|r| ras_who(log, r).1)
+        .chain(behind_ranks.iter().filter_map(|r| place_from_log(log, m.hash.as_deref(), Some(*r), None)?.host))
+        .collect();
+    let names = if behind_ranks.is_empty() {
+        format!("{} unlisted ranks", behind.count)
+    } else {
+        format!("rank {}", compress(&behind_ranks))
+    };
+    let mut finding = Finding::new(
+        "collective-hang",
+        Severity::Warning,
+        format!(
+            "NCCL RAS: {names} of {} {} behind at {} {}",
+            m.comm,
+            if behind.count == 1 { "is" } else { "are" },
+            m.what.trim_end_matches(" counts"),
+            behind.value
+        ),
+        evidence,
+        "The ranks of a communicator launch the same collectives: ranks whose count stays behind have not \
+         called the next one, and the ranks ahead wait for them in it. RAS queries can outpace small \
+         collectives, so one differing snapshot may be transient; the same counts on repeated queries mean \
+         the communicator is stuck and the ranks behind are where to look.",
+        "Query RAS again (`ncclras`, or `ncclras -v` to list every rank of both groups). If the counts do not \
+         move, `py-spy dump` the processes of the ranks behind (pids in the log's rank table or `ncclras -v`) \
+         to see where they stopped; the ranks ahead need no action.",
+    )
+    .on(hosts, behind_ranks.iter().copied());
+    finding.ranks = behind_ranks;
+    Some(finding)
+}
+
+/// `0-11, 14-31`.
+fn compress(ranks: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while let Some(&start) = ranks.get(i) {
+        let mut end = start;
+        while ranks.get(i + 1) == Some(&(end + 1)) {
+            end += 1;
+            i += 1;
+        }
+        parts.push(if end == start { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    parts.join(", ")
 }

@@ -49,3 +49,40 @@ pub fn render(job: &JobReport) -> String {
     }
     out
 }
+
+/// One paragraph per RAS status output: the job, dead and unreachable
+/// processes, missing ranks, mismatched counts.
+pub fn render_ras(statuses: &[topo_model::ras::RasStatus]) -> String {
+    let mut out = String::new();
+    for s in statuses {
+        let n = |v: Option<u64>| v.map_or("?".to_string(), |v| v.to_string());
+        let _ = writeln!(
+            out,
+            "\nNCCL RAS {} ({}, NCCL {}): {} nodes, {} processes, {} GPUs, {} communicator row(s)",
+            s.file,
+            s.format,
+            s.nccl_version.as_deref().unwrap_or("?"),
+            n(s.nodes),
+            n(s.processes),
+            n(s.gpus),
+            s.communicators.len()
+        );
+        for c in &s.communicators {
+            let _ = writeln!(out, "  {:<20} {:>6} ranks/comm  {:<9} {}", c.id, n(c.ranks), c.status, c.errors);
+        }
+        for p in &s.dead {
+            let _ = writeln!(out, "  DEAD         process {} on {} (GPU {:?})", p.pid, p.host, p.gpus);
+        }
+        for p in &s.unresponsive {
+            let _ = writeln!(out, "  UNREACHABLE  process {} on {} (GPU {:?})", p.pid, p.host, p.gpus);
+        }
+        for r in &s.missing_ranks {
+            let _ = writeln!(out, "  MISSING      {} rank {}", r.comm, r.rank);
+        }
+        for m in &s.mismatches {
+            let groups: Vec<String> = m.groups.iter().map(|g| format!("{} ranks at {}", g.count, g.value)).collect();
+            let _ = writeln!(out, "  MISMATCH     {} {}: {}", m.comm, m.what, groups.join(", "));
+        }
+    }
+    out
+}
