@@ -15,23 +15,27 @@ pub struct JobInputs {
     pub dumps: Vec<PathBuf>,
     /// NCCL RAS status outputs (text or JSON).
     pub ras: Vec<PathBuf>,
+    /// NCCL Inspector outputs (JSON records).
+    pub inspector: Vec<PathBuf>,
     /// Everything else (logs, snapshots), as given.
     pub rest: Vec<PathBuf>,
 }
 
-fn is_ras_file(path: &Path) -> bool {
+fn head(path: &Path) -> String {
     use std::io::Read;
     let mut head = Vec::new();
-    std::fs::File::open(path).and_then(|f| f.take(64 << 10).read_to_end(&mut head)).is_ok()
-        && topo_parsers::ras::looks_like_ras(&String::from_utf8_lossy(&head))
+    let _ = std::fs::File::open(path).and_then(|f| f.take(64 << 10).read_to_end(&mut head));
+    String::from_utf8_lossy(&head).into_owned()
 }
 
 /// Sorts one file into `inputs`; false when it is neither a dump nor RAS output.
 fn sort_file(file: &Path, inputs: &mut JobInputs) -> bool {
     if topo_parsers::flight_recorder::is_dump_file(file) {
         inputs.dumps.push(file.to_path_buf());
-    } else if is_ras_file(file) {
+    } else if topo_parsers::ras::looks_like_ras(&head(file)) {
         inputs.ras.push(file.to_path_buf());
+    } else if topo_parsers::inspector::looks_like_inspector(&head(file)) {
+        inputs.inspector.push(file.to_path_buf());
     } else {
         return false;
     }
@@ -53,9 +57,10 @@ pub fn split(paths: &[PathBuf]) -> JobInputs {
                     others.push(file);
                 }
             }
-            if !found.dumps.is_empty() || !found.ras.is_empty() {
+            if !found.dumps.is_empty() || !found.ras.is_empty() || !found.inspector.is_empty() {
                 inputs.dumps.append(&mut found.dumps);
                 inputs.ras.append(&mut found.ras);
+                inputs.inspector.append(&mut found.inspector);
                 inputs.rest.append(&mut others);
                 continue;
             }
@@ -109,4 +114,23 @@ pub fn job_report(dumps: &[PathBuf], log: &NcclReport) -> JobReport {
     let results = topo_parsers::flight_recorder::read_files(dumps);
     let named = dumps.iter().map(|p| p.display().to_string()).zip(results).collect();
     topo_parsers::flight_recorder::analyse(named, &rank_table(log))
+}
+
+/// Reads Inspector outputs (each file bounded to 1 GiB); a file that cannot be
+/// read is an error message.
+pub fn inspector_records(paths: &[PathBuf]) -> (Vec<topo_model::inspector::InspectorRecord>, Vec<String>) {
+    use std::io::Read;
+    let (mut records, mut errors) = (Vec::new(), Vec::new());
+    for path in paths {
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(path).and_then(|f| f.take(1 << 30).read_to_end(&mut bytes));
+        match read.map_err(|e| e.to_string()).and_then(|_| {
+            topo_parsers::inspector::parse(&path.display().to_string(), &String::from_utf8_lossy(&bytes))
+                .map_err(|e| e.to_string())
+        }) {
+            Ok(mut found) => records.append(&mut found),
+            Err(e) => errors.push(format!("{}: {e}", path.display())),
+        }
+    }
+    (records, errors)
 }

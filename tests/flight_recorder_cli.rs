@@ -176,3 +176,15 @@ fn ras_text_beside_a_log_and_dumps_in_one_run() {
     assert_eq!(&found[..2], &["collective-hang", "collective-hang"], "{found:?}");
     assert!(found.contains(&"env-override"), "the log's own findings stay: {found:?}");
 }
+
+#[test]
+fn inspector_rank_that_arrives_last_is_a_straggler() {
+    // Hand-made in the README's record shape (see SOURCES.md): rank 3's kernels are 5x shorter.
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/inspector/handmade-4rank-rank3-arrives-last.log");
+    let findings = diagnose(&[file.as_os_str()]);
+    assert_eq!(codes(&findings), vec!["straggler-rank"]);
+    assert_eq!(findings[0]["ranks"], serde_json::json!([3]));
+    assert!(findings[0]["evidence"][1]["at"].as_str().unwrap().ends_with("handmade-4rank-rank3-arrives-last.log:16"));
+    assert!(findings[0]["fix"].as_str().unwrap().contains("py-spy dump --pid 1639453"));
+}

@@ -12,6 +12,7 @@ pub mod collective;
 pub mod cpuset;
 pub mod finding;
 pub mod flight_recorder;
+pub mod inspector;
 pub mod matrix;
 pub mod measure;
 pub mod nccl;

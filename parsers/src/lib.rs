@@ -2,6 +2,7 @@
 //! Pure text in, model types out; nothing here touches hardware.
 
 pub mod flight_recorder;
+pub mod inspector;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod nccl_xml;

@@ -55,7 +55,7 @@ pub(super) struct DiagnoseArgs {
 
 pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     // A snapshot or topology file given among the logs describes the machine, as `--from` does.
-    let crate::job_inputs::JobInputs { dumps, ras, rest: inputs } = crate::job_inputs::split(&args.inputs);
+    let crate::job_inputs::JobInputs { dumps, ras, inspector, rest: inputs } = crate::job_inputs::split(&args.inputs);
     let (machines, logs): (Vec<PathBuf>, Vec<PathBuf>) =
         inputs.iter().cloned().partition(|p| args.from.is_none() && sources::is_machine_description(p));
     let from = args.from.clone().or_else(|| machines.first().cloned());
@@ -75,7 +75,11 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .filter_map(|r| r.map_err(|e| eprintln!("topo: error: {e}")).ok())
         .collect();
-    let text = if dumps.is_empty() && ras.is_empty() {
+    let (inspector, inspector_errors) = crate::job_inputs::inspector_records(&inspector);
+    for error in &inspector_errors {
+        eprintln!("topo: error: {error}");
+    }
+    let text = if dumps.is_empty() && ras.is_empty() && inspector.is_empty() {
         match args.format {
             ReportFormat::Plain => views::nccl::render(&report),
             ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
@@ -84,9 +88,10 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     } else {
         // Flight Recorder dumps given: the log report (if any log) and the job (docs/job-report.md).
         let job = crate::job_inputs::job_report(&dumps, &report);
-        let both = serde_json::json!({ "nccl": (!logs.is_empty()).then_some(&report), "job": &job, "ras": &ras });
-        let job_text =
-            if dumps.is_empty() { String::new() } else { views::job::render(&job) } + &views::job::render_ras(&ras);
+        let both = serde_json::json!({ "nccl": (!logs.is_empty()).then_some(&report), "job": &job, "ras": &ras, "inspector": &inspector });
+        let job_text = if dumps.is_empty() { String::new() } else { views::job::render(&job) }
+            + &views::job::render_ras(&ras)
+            + &views::job::render_inspector(&inspector);
         match args.format {
             ReportFormat::Plain if logs.is_empty() => job_text,
             ReportFormat::Plain => views::nccl::render(&report) + "\n" + &job_text,
@@ -100,11 +105,13 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
 
 pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let mut machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
-    let crate::job_inputs::JobInputs { dumps, ras, rest: logs } = crate::job_inputs::split(&args.inputs);
+    let crate::job_inputs::JobInputs { dumps, ras, inspector, rest: logs } = crate::job_inputs::split(&args.inputs);
     let mut report = match (logs.is_empty(), machine.as_ref().and_then(|m| m.nccl.clone())) {
         (false, _) => sources::nccl_report(&logs),
         (true, Some(report)) => report,
-        (true, None) if !dumps.is_empty() || !ras.is_empty() => topo_model::nccl::NcclReport::default(),
+        (true, None) if !dumps.is_empty() || !ras.is_empty() || !inspector.is_empty() => {
+            topo_model::nccl::NcclReport::default()
+        }
         (true, None) => {
             anyhow::bail!("no log given, and no --from snapshot holding an NCCL report (topo snapshot --nccl-log)")
         }
@@ -118,11 +125,13 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let mut failed: Vec<String> = report.inputs.iter().filter_map(|i| i.error.clone()).collect();
     let ras: Vec<topo_model::ras::RasStatus> =
         crate::job_inputs::ras_reports(&ras).into_iter().filter_map(|r| r.map_err(|e| failed.push(e)).ok()).collect();
+    let (inspector, mut inspector_errors) = crate::job_inputs::inspector_records(&inspector);
+    failed.append(&mut inspector_errors);
     for error in &failed {
         eprintln!("topo: error: {error}");
     }
     let mut findings = crate::diagnose::diagnose(&report, machine.as_ref());
-    if !dumps.is_empty() || !ras.is_empty() {
+    if !dumps.is_empty() || !ras.is_empty() || !inspector.is_empty() {
         // Flight Recorder and RAS findings lead within each severity: they name the stuck rank.
         let mut hang = Vec::new();
         if !dumps.is_empty() {
@@ -131,6 +140,7 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
         for status in &ras {
             hang.extend(crate::diagnose::hang::ras_findings(status, &report));
         }
+        hang.extend(crate::diagnose::hang::inspector_findings(&inspector, &report));
         hang.append(&mut findings);
         hang.sort_by(|a, b| b.severity.cmp(&a.severity));
         findings = hang;

@@ -5,6 +5,7 @@
 //! collective and sequence id, with the dump file and entry as evidence.
 
 use topo_model::flight_recorder::{CollectiveRecord, GroupState, JobReport, RankState};
+use topo_model::inspector::InspectorRecord;
 use topo_model::nccl::NcclReport;
 use topo_model::ras::{RasGroup, RasMismatch, RasRankRef, RasStatus};
 use topo_model::{Evidence, Finding, Severity};
@@ -498,4 +499,54 @@ fn compress(ranks: &[u32]) -> String {
         i += 1;
     }
     parts.join(", ")
+}
+
+/// `straggler-rank` from NCCL Inspector records: a rank whose kernels are
+/// consistently much shorter than the others' arrived last; the others waited.
+pub fn inspector_findings(records: &[InspectorRecord], log: &NcclReport) -> Vec<Finding> {
+    topo_parsers::inspector::stragglers(records)
+        .into_iter()
+        .map(|s| {
+            let place = place_from_log(log, Some(&s.comm), Some(s.rank), s.pid);
+            let host = place.as_ref().and_then(|p| p.host.clone()).or_else(|| s.host.clone());
+            let gpu = place.as_ref().and_then(|p| p.cuda_dev).map_or(String::new(), |g| format!(", GPU {g}"));
+            let pid = s.pid.map_or("<its pid>".to_string(), |p| p.to_string());
+            let at = records
+                .iter()
+                .find(|r| r.comm == s.comm && r.rank == s.rank && r.sn == s.example.1)
+                .map_or(String::new(), |r| format!("{}:{}", r.file, r.line));
+            let (coll, sn, mine, slow_rank, slow) = &s.example;
+            let evidence = vec![
+                Evidence {
+                    at: "inspector".into(),
+                    text: format!(
+                        "comm {}: rank {} (host {}{gpu}, pid {pid}) had the shortest kernels, a median {:.1}x shorter than the other ranks', in {} of {} collectives every rank recorded",
+                        s.comm,
+                        s.rank,
+                        host.as_deref().unwrap_or("?"),
+                        s.median_ratio,
+                        s.last_to_arrive,
+                        s.compared
+                    ),
+                },
+                Evidence { at, text: format!("{coll} #{sn}: rank {} {mine} µs, rank {slow_rank} {slow} µs", s.rank) },
+            ];
+            Finding::new(
+                "straggler-rank",
+                Severity::Warning,
+                format!("comm {}: rank {} arrives last at most collectives; the other ranks wait for it", s.comm, s.rank),
+                evidence,
+                "A collective's kernels run until every rank has joined, so the rank that arrives last finishes \
+                 fastest and the others' time includes the wait for it. One rank that is consistently last \
+                 (slower GPU, throttling, a busy host, more work) sets the pace of the whole communicator.",
+                &format!(
+                    "Profile rank {} on {} (`py-spy dump --pid {pid}`, nsys): look for extra work or a slow GPU \
+                     (clocks, throttling, XIDs) before suspecting the network.",
+                    s.rank,
+                    host.as_deref().unwrap_or("its host")
+                ),
+            )
+            .on(host, [s.rank])
+        })
+        .collect()
 }

@@ -86,3 +86,32 @@ pub fn render_ras(statuses: &[topo_model::ras::RasStatus]) -> String {
     }
     out
 }
+
+/// NCCL Inspector records: per communicator, the ranks and collectives
+/// recorded, and the rank the others wait for when one stands out.
+pub fn render_inspector(records: &[topo_model::inspector::InspectorRecord]) -> String {
+    let mut out = String::new();
+    let mut comms: BTreeMap<&str, (std::collections::BTreeSet<u32>, usize, u32)> = BTreeMap::new();
+    for r in records {
+        let entry = comms.entry(r.comm.as_str()).or_default();
+        entry.0.insert(r.rank);
+        entry.1 += 1;
+        entry.2 = r.n_ranks;
+    }
+    for (comm, (ranks, count, n_ranks)) in comms {
+        let _ =
+            writeln!(out, "\nNCCL Inspector comm {comm}: {count} record(s) from {} of {n_ranks} ranks", ranks.len());
+    }
+    for s in topo_parsers::inspector::stragglers(records) {
+        let _ = writeln!(
+            out,
+            "  rank {} ({}) arrives last in {} of {} collectives (median {:.1}x shorter kernels than the others)",
+            s.rank,
+            s.host.as_deref().unwrap_or("?"),
+            s.last_to_arrive,
+            s.compared,
+            s.median_ratio
+        );
+    }
+    out
+}
