@@ -121,3 +121,48 @@ fn handmade_unknown_major_version_is_refused() {
     let err = topo_parsers::flight_recorder::read_dump("x_0.json", changed.as_bytes()).unwrap_err();
     assert!(err.to_string().contains("version 3.0"), "{err}");
 }
+
+#[test]
+fn handmade_older_format_fields_read_the_same() {
+    // Hand-made from the real sleep dumps: each JSON rewritten the way dump
+    // versions before 2.5 spell it (`seq_id` for `collective_seq_id`, no
+    // `is_p2p`, no `pg_status`, no dtypes) with a point-to-point entry that
+    // carries the last collective's sequence id, as those versions record it.
+    let dir = tempfile_dir();
+    for r in 0..4u32 {
+        let text = std::fs::read_to_string(fixture("sleep").join(format!("nccl_trace_rank_{r}.json"))).unwrap();
+        let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        doc["version"] = "2.2".into();
+        doc.as_object_mut().unwrap().remove("pg_status");
+        let entries = doc["entries"].as_array_mut().unwrap();
+        for e in entries.iter_mut() {
+            let e = e.as_object_mut().unwrap();
+            let seq = e.remove("collective_seq_id").unwrap();
+            e.insert("seq_id".into(), seq);
+            e.remove("is_p2p");
+            e.remove("input_dtypes");
+        }
+        let mut p2p = entries.last().unwrap().clone();
+        p2p["profiling_name"] = "nccl:send 0->1".into();
+        p2p["retired"] = false.into();
+        entries.push(p2p);
+        std::fs::write(dir.join(format!("old_rank_{r}.json")), doc.to_string()).unwrap();
+    }
+    let dumps = (0..4u32)
+        .map(|r| {
+            let path = dir.join(format!("old_rank_{r}.json"));
+            (path.display().to_string(), read_file(&path))
+        })
+        .collect();
+    let g = &analyse(dumps, &[]).groups[0];
+    assert_eq!(g.frontier, Some(6));
+    assert_eq!(g.verdict.behind, vec![2]);
+    assert_eq!(g.verdict.waiting, vec![0, 1, 3]);
+    assert!(g.verdict.mismatches.is_empty(), "the send is not compared with the all_reduce: {:?}", g.verdict);
+}
+
+fn tempfile_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("topo-fr-old-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -13,6 +13,10 @@ use topo_model::flight_recorder::CollectiveRecord;
 use super::FrError;
 use super::pickle::{NodeId, Pickle};
 
+/// Point-to-point operations (`nccl:send 0->1`, `nccl:recv 1<-0`), left out of the
+/// collective analysis: they have their own sequence (`p2p_seq_id`).
+const P2P_OPS: &[&str] = &["send", "recv", "isend", "irecv", "batch_isend_irecv"];
+
 /// Recent entries kept per rank and group for cross-rank comparison.
 pub const WINDOW: usize = 32;
 
@@ -115,13 +119,17 @@ pub fn read(file: &str, bytes: &[u8]) -> Result<RankDump, FrError> {
 /// newest [`WINDOW`] entries of each group (entries are visited newest first).
 struct Cheap<'e> {
     pg_name: &'e str,
+    profiling_name: &'e str,
     seq: Option<u64>,
     completed: bool,
     is_p2p: bool,
 }
 
 fn absorb(dump: &mut RankDump, cheap: Cheap<'_>, build: impl FnOnce() -> (String, Option<i64>, CollectiveRecord)) {
-    let Some(seq) = cheap.seq.filter(|_| !cheap.is_p2p) else { return };
+    // Before `is_p2p` (2.5), point-to-point entries carry the last collective's sequence id.
+    let op = cheap.profiling_name.rsplit(':').next().unwrap_or_default().trim_start();
+    let p2p = cheap.is_p2p || P2P_OPS.iter().any(|p| op.starts_with(p));
+    let Some(seq) = cheap.seq.filter(|_| !p2p) else { return };
     if !dump.groups.contains_key(cheap.pg_name) {
         dump.groups.insert(cheap.pg_name.to_string(), GroupTrack::default());
     }
@@ -206,8 +214,10 @@ fn read_pickle(bytes: &[u8], dump: &mut RankDump, status: &mut BTreeMap<String, 
         let retired = p.get(e, "retired").and_then(|v| p.bool(v)).unwrap_or(false);
         let seq =
             p.get(e, "collective_seq_id").or_else(|| p.get(e, "seq_id")).and_then(|v| u64::try_from(p.int(v)?).ok());
+        let name = p.get(e, "profiling_name").and_then(|n| p.text(n)).unwrap_or_default();
         let cheap = Cheap {
             pg_name: &pg_name,
+            profiling_name: &name,
             seq,
             completed: state == "completed" || retired,
             is_p2p: p.get(e, "is_p2p").and_then(|v| p.bool(v)).unwrap_or(false),
@@ -299,10 +309,17 @@ fn read_json(bytes: &[u8], dump: &mut RankDump, status: &mut BTreeMap<String, i6
         let mut pg = e.process_group.into_iter();
         let (pg_name, pg_desc) = (pg.next().unwrap_or_default(), pg.next().unwrap_or_default());
         let seq = e.collective_seq_id.or(e.seq_id);
-        let cheap = Cheap { pg_name: &pg_name, seq, completed: e.state == "completed" || e.retired, is_p2p: e.is_p2p };
+        let name = e.profiling_name;
+        let cheap = Cheap {
+            pg_name: &pg_name,
+            profiling_name: &name,
+            seq,
+            completed: e.state == "completed" || e.retired,
+            is_p2p: e.is_p2p,
+        };
         let pg_id = e.pg_id;
         let entry = Entry {
-            profiling_name: e.profiling_name,
+            profiling_name: name.clone(),
             input_sizes: e.input_sizes,
             output_sizes: e.output_sizes,
             input_dtypes: e.input_dtypes,
