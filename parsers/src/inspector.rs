@@ -107,6 +107,10 @@ fn median(values: &mut [f64]) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// One rank's late arrivals: the ratios, how many, and the widest case
+/// (ratio, its record, the slowest rank's record).
+type Tally<'a> = (Vec<f64>, u64, Option<(f64, &'a InspectorRecord, &'a InspectorRecord)>);
+
 /// Per communicator: ranks that arrived last in at least half of the
 /// collectives every rank recorded.
 pub fn stragglers(records: &[InspectorRecord]) -> Vec<InspectorStraggler> {
@@ -114,8 +118,7 @@ pub fn stragglers(records: &[InspectorRecord]) -> Vec<InspectorStraggler> {
     for r in records {
         by_op.entry((r.comm.as_str(), r.sn, r.coll.as_str())).or_default().push(r);
     }
-    let mut tally: BTreeMap<(&str, u32), (Vec<f64>, u64, Option<(f64, &InspectorRecord, &InspectorRecord)>)> =
-        BTreeMap::new();
+    let mut tally: BTreeMap<(&str, u32), Tally> = BTreeMap::new();
     let mut compared: BTreeMap<&str, u64> = BTreeMap::new();
     for ((comm, _, _), ranks) in &by_op {
         let n = ranks.first().map_or(0, |r| r.n_ranks) as usize;

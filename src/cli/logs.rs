@@ -142,7 +142,7 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
         }
         hang.extend(crate::diagnose::hang::inspector_findings(&inspector, &report));
         hang.append(&mut findings);
-        hang.sort_by(|a, b| b.severity.cmp(&a.severity));
+        hang.sort_by_key(|f| std::cmp::Reverse(f.severity));
         findings = hang;
     }
     let text = match args.format {

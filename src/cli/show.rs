@@ -150,7 +150,7 @@ pub(super) fn show_ui(
         let job = crate::job_inputs::job_report(&dumps, nccl.as_ref().unwrap_or(&Default::default()));
         let mut hang = crate::diagnose::hang::findings(&job);
         hang.append(&mut findings);
-        hang.sort_by(|a, b| b.severity.cmp(&a.severity));
+        hang.sort_by_key(|f| std::cmp::Reverse(f.severity));
         findings = hang;
         job
     });

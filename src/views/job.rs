@@ -27,7 +27,7 @@ pub fn render(job: &JobReport) -> String {
         for m in &group.members {
             by_host.entry(m.host.as_deref().unwrap_or("host ?")).or_default().push(m);
         }
-        let _ = writeln!(out, "  {:<6} {:<5} {:<36} {:<10} {}", "rank", "gpu", "last entered", "completed", "");
+        let _ = writeln!(out, "  {:<6} {:<5} {:<36} completed", "rank", "gpu", "last entered");
         for (host, members) in by_host {
             let _ = writeln!(out, " {host}");
             for m in members {

@@ -260,7 +260,7 @@ impl<'a> Parser<'a> {
     fn drain_mark_into(&mut self, container: NodeId, dict: bool, at: usize) -> Result<(), PickleError> {
         let mark = self.mark(at)?;
         let count = self.stack.len() - mark - 1;
-        if dict && count % 2 != 0 {
+        if dict && !count.is_multiple_of(2) {
             return Err(PickleError::Malformed { at, what: "odd number of dict items" });
         }
         let step = if dict { 2 } else { 1 };
