@@ -166,3 +166,21 @@ fn tempfile_dir() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[test]
+fn tutorial_dump_of_format_2_3_with_stack_frames() {
+    // The dump printed in PyTorch's Flight Recorder tutorial (format 2.3, PyTorch 2.5),
+    // written as pickle (protocol 2) and JSON: see SOURCES.md.
+    for name in ["nccl_trace_rank_0", "nccl_trace_rank_0.json"] {
+        let path = fixture("tutorial-2.3").join(name);
+        let report = analyse(vec![(path.display().to_string(), read_file(&path))], &[]);
+        assert_eq!(report.dumps[0].version.as_deref(), Some("2.3"), "{name}");
+        let g = &report.groups[0];
+        assert_eq!((g.name.as_str(), g.desc.as_str(), g.ranks.clone()), ("0", "default_pg", vec![0, 1]), "{name}");
+        let last = g.members[0].last_entered.as_ref().unwrap();
+        assert_eq!((last.seq, last.op.as_str(), last.state.as_str()), (1, "all_reduce", "completed"));
+        assert_eq!(last.input_sizes, vec![vec![3, 4]]);
+        assert_eq!(g.members[0].last_completed, Some(2), "pg_status counts completions beyond the entries");
+        assert_eq!(g.verdict.no_dump, vec![1]);
+    }
+}

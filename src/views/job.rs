@@ -35,8 +35,7 @@ pub fn render(job: &JobReport) -> String {
                     .last_entered
                     .as_ref()
                     .map_or("-".to_string(), |e| format!("#{} {} {:?} {}", e.seq, e.op, e.input_sizes, e.state));
-                let _ = writeln!(
-                    out,
+                let row = format!(
                     "  {:<6} {:<5} {:<36} {:<10} {}",
                     m.rank,
                     m.cuda_dev.map_or("-".into(), |d| d.to_string()),
@@ -44,6 +43,7 @@ pub fn render(job: &JobReport) -> String {
                     m.last_completed.map_or("-".into(), |c| format!("#{c}")),
                     group.mark(m.rank)
                 );
+                let _ = writeln!(out, "{}", row.trim_end());
             }
         }
     }
