@@ -90,8 +90,8 @@ impl<'a> Pickle<'a> {
         Parser {
             input,
             pos: 0,
-            nodes: Vec::with_capacity(input.len() / 4),
-            links: Vec::with_capacity(input.len() / 8),
+            nodes: Vec::with_capacity((input.len() / 4).min(1 << 20)),
+            links: Vec::with_capacity((input.len() / 8).min(1 << 20)),
             stack: Vec::new(),
             memo: Vec::new(),
         }
