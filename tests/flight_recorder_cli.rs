@@ -188,3 +188,22 @@ fn inspector_rank_that_arrives_last_is_a_straggler() {
     assert!(findings[0]["evidence"][1]["at"].as_str().unwrap().ends_with("handmade-4rank-rank3-arrives-last.log:16"));
     assert!(findings[0]["fix"].as_str().unwrap().contains("py-spy dump --pid 1639453"));
 }
+
+#[test]
+fn handmade_ras_json_joined_with_the_log_by_communicator_hash() {
+    // Hand-made: NCCL's documented RAS JSON with its communicator hash replaced by
+    // the commId of the real log 043 (8 ranks on gpu34..gpu41): the log then names
+    // the missing rank's host and bus ID.
+    let text = std::fs::read_to_string(ras("docs-2.29.1-status.json")).unwrap();
+    let changed = text.replace("0xae94423cfbb2ef4a", "0x45701cda3f259923");
+    assert_ne!(changed, text);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ras.json");
+    std::fs::write(&file, changed).unwrap();
+    let findings = diagnose(&[log043().as_os_str(), file.as_os_str()]);
+    let missing = findings.iter().find(|f| f["code"] == "rank-missing").unwrap();
+    assert_eq!(missing["ranks"], serde_json::json!([1]));
+    assert_eq!(missing["hosts"], serde_json::json!(["gpu34"]));
+    let evidence = missing["evidence"][0]["text"].as_str().unwrap();
+    assert!(evidence.contains("host gpu34 in the log") && evidence.contains("0000:0b:00.0"), "{evidence}");
+}
