@@ -81,6 +81,11 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     if interactive {
         return show_ui(snapshot, &args.nccl_log, &args.fr, None);
     }
+    if !args.fr.is_empty() {
+        output::notice(
+            "--fr feeds the UI's Job screen; for text or JSON use `topo nccl DUMPS` or `topo diagnose DUMPS`",
+        );
+    }
     let text = match args.format {
         ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
         ShowFormat::Json => views::document::json(&snapshot),
