@@ -249,7 +249,7 @@ fn is_machine_text(head: &[u8]) -> bool {
 /// and inode), symlinked directories are not followed (a `ln -s . loop` would
 /// never end), and special files inside (FIFOs, sockets, devices) are skipped
 /// with a warning: opening one can block for ever.
-fn expand(inputs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
+pub fn expand(inputs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
     let mut seen_files = std::collections::HashSet::new();

@@ -1,7 +1,10 @@
 //! `topo-parsers`: readers (and writers) for what GPU machines and NCCL produce.
 //! Pure text in, model types out; nothing here touches hardware.
 
+pub mod flight_recorder;
+pub mod inspector;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod nccl_xml;
 pub mod nvidia_smi;
+pub mod ras;

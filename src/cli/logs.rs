@@ -54,14 +54,17 @@ pub(super) struct DiagnoseArgs {
 }
 
 pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
-    // A snapshot or topology file given among the logs describes the machine, as
+    // Flight Recorder dumps, RAS and Inspector output are told apart by content;
+    // a snapshot or topology file among the logs describes the machine, as
     // `--from` does: told by its first line, from the bytes already read.
-    let (mut report, found) = sources::read_nccl_inputs(&args.inputs, args.from.is_none());
+    let crate::job_inputs::JobInputs { dumps, ras, inspector, rest: inputs } = crate::job_inputs::split(&args.inputs);
+    let (mut report, found) = sources::read_nccl_inputs(&inputs, args.from.is_none());
     let machine = match (&args.from, found) {
         (Some(path), _) => Some(sources::load(Origin::File(path))?),
         (None, Some((name, bytes))) => Some(sources::machine_from_bytes(&name, &bytes)?),
         (None, None) => None,
     };
+    let any_logs = !report.inputs.is_empty();
     if let Some(snapshot) = &machine {
         let annotated = report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
         if annotated == 0 {
@@ -75,10 +78,33 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     if !report.inputs.is_empty() && no_nccl_output(&report) {
         return Ok(ExitCode::from(2));
     }
-    let text = match args.format {
-        ReportFormat::Plain => views::nccl::render(&report),
-        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
-        ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+    let ras: Vec<topo_model::ras::RasStatus> = crate::job_inputs::ras_reports(&ras)
+        .into_iter()
+        .filter_map(|r| r.map_err(|e| eprintln!("topo: error: {e}")).ok())
+        .collect();
+    let (inspector, inspector_errors) = crate::job_inputs::inspector_records(&inspector);
+    for error in &inspector_errors {
+        eprintln!("topo: error: {error}");
+    }
+    let text = if dumps.is_empty() && ras.is_empty() && inspector.is_empty() {
+        match args.format {
+            ReportFormat::Plain => views::nccl::render(&report),
+            ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+            ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+        }
+    } else {
+        // Flight Recorder dumps given: the log report (if any log) and the job (docs/job-report.md).
+        let job = crate::job_inputs::job_report(&dumps, &report);
+        let both = serde_json::json!({ "nccl": any_logs.then_some(&report), "job": &job, "ras": &ras, "inspector": &inspector });
+        let job_text = if dumps.is_empty() { String::new() } else { views::job::render(&job) }
+            + &views::job::render_ras(&ras)
+            + &views::job::render_inspector(&inspector);
+        match args.format {
+            ReportFormat::Plain if !any_logs => job_text,
+            ReportFormat::Plain => views::nccl::render(&report) + "\n" + &job_text,
+            ReportFormat::Json => serde_json::to_string_pretty(&both)? + "\n",
+            ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&both),
+        }
     };
     output::print(&text)?;
     Ok(if failed.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
@@ -86,9 +112,13 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
 
 pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let mut machine = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
-    let mut report = match (args.inputs.is_empty(), machine.as_ref().and_then(|m| m.nccl.clone())) {
-        (false, _) => sources::nccl_report(&args.inputs),
+    let crate::job_inputs::JobInputs { dumps, ras, inspector, rest: logs } = crate::job_inputs::split(&args.inputs);
+    let mut report = match (logs.is_empty(), machine.as_ref().and_then(|m| m.nccl.clone())) {
+        (false, _) => sources::nccl_report(&logs),
         (true, Some(report)) => report,
+        (true, None) if !dumps.is_empty() || !ras.is_empty() || !inspector.is_empty() => {
+            topo_model::nccl::NcclReport::default()
+        }
         (true, None) => {
             anyhow::bail!("no log given, and no --from snapshot holding an NCCL report (topo snapshot --nccl-log)")
         }
@@ -103,14 +133,32 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
             warn_if_not_in_log(snapshot, &report);
         }
     }
-    let failed: Vec<&str> = report.inputs.iter().filter_map(|i| i.error.as_deref()).collect();
+    let mut failed: Vec<String> = report.inputs.iter().filter_map(|i| i.error.clone()).collect();
+    let ras: Vec<topo_model::ras::RasStatus> =
+        crate::job_inputs::ras_reports(&ras).into_iter().filter_map(|r| r.map_err(|e| failed.push(e)).ok()).collect();
+    let (inspector, mut inspector_errors) = crate::job_inputs::inspector_records(&inspector);
+    failed.append(&mut inspector_errors);
     for error in &failed {
         eprintln!("topo: error: {error}");
     }
-    if !args.inputs.is_empty() && no_nccl_output(&report) {
+    if !logs.is_empty() && no_nccl_output(&report) {
         return Ok(ExitCode::from(2));
     }
-    let findings = crate::diagnose::diagnose(&report, machine.as_ref());
+    let mut findings = crate::diagnose::diagnose(&report, machine.as_ref());
+    if !dumps.is_empty() || !ras.is_empty() || !inspector.is_empty() {
+        // Flight Recorder and RAS findings lead within each severity: they name the stuck rank.
+        let mut hang = Vec::new();
+        if !dumps.is_empty() {
+            hang = crate::diagnose::hang::findings(&crate::job_inputs::job_report(&dumps, &report));
+        }
+        for status in &ras {
+            hang.extend(crate::diagnose::hang::ras_findings(status, &report));
+        }
+        hang.extend(crate::diagnose::hang::inspector_findings(&inspector, &report));
+        hang.append(&mut findings);
+        hang.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        findings = hang;
+    }
     let text = match args.format {
         ReportFormat::Plain => views::findings::render(&findings),
         ReportFormat::Json => serde_json::to_string_pretty(&findings)? + "\n",

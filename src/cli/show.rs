@@ -38,6 +38,9 @@ pub(super) struct ShowArgs {
     /// NCCL_DEBUG=INFO logs for the UI's NCCL, Bandwidth and Findings screens.
     #[arg(long, value_name = "LOG", num_args = 1..)]
     pub(super) nccl_log: Vec<PathBuf>,
+    /// PyTorch Flight Recorder dumps (files or a directory) for the Job screen.
+    #[arg(long, value_name = "DUMPS", num_args = 1..)]
+    pub(super) fr: Vec<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -82,7 +85,12 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         snapshot.nccl = Some(report);
     }
     if interactive {
-        return show_ui(snapshot, &[], None);
+        return show_ui(snapshot, &[], &args.fr, None);
+    }
+    if !args.fr.is_empty() {
+        output::notice(
+            "--fr feeds the UI's Job screen; for text or JSON use `topo nccl DUMPS` or `topo diagnose DUMPS`",
+        );
     }
     let text = match args.format {
         ShowFormat::Plain => {
@@ -126,7 +134,7 @@ pub(super) fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> an
     let Some((snapshot, _)) = first.as_deref().and_then(&open) else {
         anyhow::bail!("{}: no readable snapshot", dir.display());
     };
-    show_ui(snapshot, &args.nccl_log, Some(topo_tui::ClusterView { report, open }))
+    show_ui(snapshot, &args.nccl_log, &args.fr, Some(topo_tui::ClusterView { report, open }))
 }
 
 /// The logs' report, annotated with the machine; `None` (errors said on
@@ -149,6 +157,7 @@ fn read_logs(logs: &[PathBuf], snapshot: &Snapshot) -> Option<topo_model::nccl::
 pub(super) fn show_ui(
     snapshot: Snapshot,
     logs: &[PathBuf],
+    dumps: &[PathBuf],
     cluster: Option<topo_tui::ClusterView>,
 ) -> anyhow::Result<ExitCode> {
     // Logs given now win over a report the snapshot carries.
@@ -159,11 +168,21 @@ pub(super) fn show_ui(
             None => return Ok(ExitCode::from(2)),
         },
     };
-    let findings = match &nccl {
+    let mut findings = match &nccl {
         Some(report) => crate::diagnose::diagnose(report, Some(&snapshot)),
         None => crate::checks::hardware(&snapshot),
     };
+    let dumps = crate::job_inputs::split(dumps).dumps;
+    let job = (!dumps.is_empty()).then(|| {
+        let job = crate::job_inputs::job_report(&dumps, nccl.as_ref().unwrap_or(&Default::default()));
+        let mut hang = crate::diagnose::hang::findings(&job);
+        hang.append(&mut findings);
+        hang.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        findings = hang;
+        job
+    });
     let mut app = topo_tui::App::new(topo_tui::UiData { snapshot, nccl, findings, cluster });
+    app.job = job;
     topo_tui::terminal::run(&mut app).context("terminal UI")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 //! two; each returns at most one finding with its evidence.
 
 mod evidence;
+pub mod hang;
 mod job;
 mod messages;
 mod network;

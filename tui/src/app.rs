@@ -41,6 +41,8 @@ pub enum Screen {
     Nccl,
     Bandwidth,
     Findings,
+    /// Flight Recorder dumps (`--fr`): where each rank of each process group stands.
+    Job,
 }
 
 impl Screen {
@@ -64,6 +66,7 @@ impl Screen {
             Screen::Nccl => "NCCL",
             Screen::Bandwidth => "Bandwidth",
             Screen::Findings => "Findings",
+            Screen::Job => "Job",
         }
     }
 
@@ -71,6 +74,7 @@ impl Screen {
     fn slot(self) -> usize {
         match self {
             Screen::Cluster => 7,
+            Screen::Job => 8,
             other => Screen::ALL.iter().position(|s| *s == other).unwrap_or(0),
         }
     }
@@ -109,10 +113,12 @@ pub struct App {
     pub editing_filter: bool,
     pub cell: (usize, usize),
     /// Selected row per list screen (PCIe, NVLink, NCCL, Findings, Cluster).
-    pub rows: [usize; 8],
+    pub rows: [usize; 9],
     pub collapsed: std::collections::BTreeSet<topo_model::BusId>,
     pub quit: bool,
     pub hits: HitAreas,
+    /// The job from Flight Recorder dumps (set after `new`): adds the Job screen.
+    pub job: Option<topo_model::flight_recorder::JobReport>,
 }
 
 impl App {
@@ -132,10 +138,11 @@ impl App {
             filter: String::new(),
             editing_filter: false,
             cell,
-            rows: [0; 8],
+            rows: [0; 9],
             collapsed: Default::default(),
             quit: false,
             hits: HitAreas::default(),
+            job: None,
         }
     }
 
@@ -154,6 +161,9 @@ impl App {
             screens.push(Screen::Cluster);
         }
         screens.extend(Screen::ALL);
+        if self.job.is_some() {
+            screens.push(Screen::Job);
+        }
         screens
     }
 
@@ -169,6 +179,7 @@ impl App {
             Screen::Nccl => crate::nccl::communicators(self).len(),
             Screen::Findings => crate::findings::visible(self).len(),
             Screen::Cluster => crate::cluster::rows(self).len(),
+            Screen::Job => crate::job::rows(self).len(),
             _ => 0,
         }
     }

@@ -7,6 +7,7 @@ pub mod app;
 mod bandwidth;
 mod cluster;
 mod findings;
+mod job;
 mod list;
 mod matrix;
 mod nccl;

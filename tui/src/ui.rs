@@ -36,6 +36,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         Screen::Nccl => crate::nccl::draw(frame, app, body),
         Screen::Bandwidth => crate::bandwidth::draw(frame, app, body),
         Screen::Findings => crate::findings::draw(frame, app, body),
+        Screen::Job => crate::job::draw(frame, app, body),
     }
     let hint = if app.editing_filter {
         Line::from(vec![
