@@ -19,7 +19,7 @@ fn rank(rank: u32, world: u32, port: u16, timeout: u32) -> Child {
         .env("RANK", rank.to_string())
         .env("WORLD_SIZE", world.to_string())
         .env("MASTER_ADDR", "127.0.0.1")
-        .env("MASTER_PORT", port.to_string())
+        .env("TOPO_PORT", port.to_string())
         .env("TOPO_JOB_TOKEN", "test-job")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -15,7 +15,7 @@ use topo_probes::live::copies::{self, CopyPlan};
 use topo_probes::live::cuda::{self, Gpu};
 use topo_probes::live::nccl::{Nccl, UniqueId};
 
-use super::launcher::Launch;
+use super::launcher::{Launch, LocalRank};
 use super::rendezvous;
 
 /// Everything one run needs, decided before any GPU is touched.
@@ -37,7 +37,7 @@ pub struct Place {
     pub launch: Option<Launch>,
     /// One process per GPU (torchrun `--nproc-per-node` > 1, several Slurm
     /// tasks per node): the local rank, which picks the GPU.
-    pub local_rank: Option<u32>,
+    pub local_rank: Option<LocalRank>,
     pub host: String,
 }
 
@@ -101,12 +101,24 @@ fn open_gpus(place: &Place) -> anyhow::Result<Vec<Gpu>> {
     if count == 0 {
         anyhow::bail!("the CUDA driver sees no GPU (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)");
     }
-    let ordinals: Vec<u32> = match place.local_rank {
-        Some(local) if local < count => vec![local],
-        Some(local) => anyhow::bail!("local rank {local} has no GPU: the driver sees {count}"),
+    gpus_to_open(place.local_rank, count)?.into_iter().map(|o| Gpu::open(o).with_context(|| format!("GPU {o}"))).collect()
+}
+
+/// Which CUDA ordinals this process drives: all of them alone; its local
+/// rank's with one process per GPU; the only visible one when the launcher
+/// binds one GPU to each task (`--gpus-per-task 1`, `--gpu-bind`, a per-rank
+/// `CUDA_VISIBLE_DEVICES`), whatever the local rank.
+pub fn gpus_to_open(local: Option<LocalRank>, count: u32) -> anyhow::Result<Vec<u32>> {
+    Ok(match local {
         None => (0..count).collect(),
-    };
-    ordinals.into_iter().map(|o| Gpu::open(o).with_context(|| format!("GPU {o}"))).collect()
+        Some(_) if count == 1 => vec![0],
+        Some(local) if local.rank < count => vec![local.rank],
+        Some(local) => anyhow::bail!(
+            "local rank {} of {} has no GPU: the driver sees {count} (one GPU per process, or one visible GPU per task)",
+            local.rank,
+            local.size
+        ),
+    })
 }
 
 /// The NCCL id every rank must share: made by global rank 0, handed over the
@@ -188,7 +200,7 @@ fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::
             "--pairwise needs two or more processes started by a launcher, one per node: srun -N 8 --ntasks-per-node=1 topo probe --pairwise"
         );
     };
-    let gpu = Gpu::open(place.local_rank.unwrap_or(0))?;
+    let gpu = Gpu::open(gpus_to_open(place.local_rank, Gpu::count()?)?.first().copied().unwrap_or(0))?;
     report.gpus = vec![probed(&gpu, Some(launch.rank))];
     let nccl = open_nccl(plan, &mut report)?;
     let id = share_id(&nccl, place, plan.timeout)?;
@@ -387,4 +399,20 @@ pub fn nvml_p2p_status(snapshot: &Snapshot, report: &ProbeReport, a: u32, b: u32
 /// `full` sweeps every collective from 8 B to 1 GiB.
 pub fn default_collectives(full: bool) -> (Vec<Collective>, u64, u64) {
     if full { (Collective::ALL.to_vec(), 8, 1 << 30) } else { (vec![Collective::AllReduce], 64 << 20, 1 << 30) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defect 3: with per-task GPU binding each task sees one GPU, ordinal 0,
+    /// whatever its local rank.
+    #[test]
+    fn one_visible_gpu_per_task_is_this_ranks() {
+        let local = |rank, size| Some(LocalRank { rank, size });
+        assert_eq!(gpus_to_open(None, 4).unwrap(), [0, 1, 2, 3]);
+        assert_eq!(gpus_to_open(local(3, 8), 8).unwrap(), [3]);
+        assert_eq!(gpus_to_open(local(3, 8), 1).unwrap(), [0]);
+        assert!(gpus_to_open(local(5, 8), 4).is_err());
+    }
 }
