@@ -295,8 +295,9 @@ fn a_rank_that_never_arrives_ends_the_run() {
         ("RANK", "0"),
         ("WORLD_SIZE", "2"),
         ("MASTER_ADDR", "127.0.0.1"),
-        ("MASTER_PORT", port.as_str()),
+        ("TOPO_PORT", port.as_str()),
         ("TOPO_JOB_TOKEN", "probe-test"),
+        ("TOPO_RENDEZVOUS_SECRET", "s3cret"),
     ];
     let start = std::time::Instant::now();
     let output = topo(&["probe", "--no-copies", "--max", "1M", "--timeout", "2"], &launch);
@@ -337,8 +338,9 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
                 .env("RANK", rank.to_string())
                 .env("WORLD_SIZE", ranks.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", &port)
+                .env("TOPO_PORT", &port)
                 .env("TOPO_JOB_TOKEN", "probe-job-test")
+                .env("TOPO_RENDEZVOUS_SECRET", "s3cret")
                 .env_remove("LOCAL_RANK")
                 .envs(env.iter().copied())
                 .env_remove("NCCL_DEBUG")
