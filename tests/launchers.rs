@@ -254,3 +254,151 @@ fn torchrun_killed_peer_ends_every_process() {
     let all = format!("{out}{err}");
     assert!(all.contains("rank 1 never connected") || all.contains("local_rank: 1"), "{all}");
 }
+
+/// A one-machine Slurm of its own (munged, slurmctld, slurmd) in a temporary
+/// directory, on free ports, addressed by 127.0.0.1; stopped when dropped.
+struct Slurm {
+    dir: PathBuf,
+    conf: PathBuf,
+}
+
+impl Slurm {
+    fn start() -> Option<Slurm> {
+        let slurmctld = launcher("slurmctld", &["/usr/sbin/slurmctld"])?;
+        let slurmd = launcher("slurmd", &["/usr/sbin/slurmd"])?;
+        let munged = launcher("munged", &["/usr/sbin/munged"])?;
+        if !is_root() {
+            assert!(std::env::var_os("CI").is_none(), "a one-machine Slurm needs root (slurmd), and CI runs as root");
+            eprintln!("SKIPPED: a one-machine Slurm needs root (slurmd runs tasks as their user)");
+            return None;
+        }
+        let dir = std::env::temp_dir().join(format!("topo-slurm-{}", std::process::id()));
+        for sub in ["state", "spool"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let mut key = vec![0u8; 128];
+        {
+            use std::io::Read;
+            std::fs::File::open("/dev/urandom").unwrap().read_exact(&mut key).unwrap();
+        }
+        std::fs::write(dir.join("munge.key"), key).unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.join("munge.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        let d = dir.display();
+        let status = Command::new(munged)
+            .args([
+                &format!("--key-file={d}/munge.key"),
+                &format!("--socket={d}/munge.sock"),
+                &format!("--pid-file={d}/munged.pid"),
+                &format!("--log-file={d}/munged.log"),
+                &format!("--seed-file={d}/munge.seed"),
+                "--force",
+            ])
+            .status()
+            .unwrap();
+        assert!(status.success(), "munged did not start");
+        let host = Command::new("hostname").arg("-s").output().unwrap();
+        let host = String::from_utf8_lossy(&host.stdout).trim().to_string();
+        let (ctld_port, slurmd_port) = (free_port(), free_port());
+        let conf = dir.join("slurm.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "ClusterName=topotest\nSlurmctldHost={host}(127.0.0.1)\nSlurmUser=root\nSlurmdUser=root\n\
+                 SlurmctldPort={ctld_port}\nSlurmdPort={slurmd_port}\nCommunicationParameters=NoInAddrAny\n\
+                 AuthType=auth/munge\nAuthInfo=socket={d}/munge.sock\nCredType=cred/munge\n\
+                 StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
+                 SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
+                 SlurmctldLogFile={d}/slurmctld.log\nSlurmdLogFile={d}/slurmd.log\n\
+                 ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nMpiDefault=none\n\
+                 SchedulerType=sched/builtin\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
+                 JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n\
+                 ReturnToService=2\nSlurmdParameters=config_overrides\n\
+                 NodeName={host} NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN\n\
+                 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n"
+            ),
+        )
+        .unwrap();
+        let slurm = Slurm { dir: dir.clone(), conf: conf.clone() };
+        assert!(Command::new(slurmctld).arg("-f").arg(&conf).status().unwrap().success(), "slurmctld");
+        assert!(Command::new(slurmd).arg("-f").arg(&conf).args(["-N", &host]).status().unwrap().success(), "slurmd");
+        let start = Instant::now();
+        loop {
+            let info = slurm.command("sinfo").args(["-h", "-o", "%t"]).output().unwrap();
+            if String::from_utf8_lossy(&info.stdout).trim() == "idle" {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "Slurm did not come up: {info:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Some(slurm)
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command.env("SLURM_CONF", &self.conf).env("TOPO_RENDEZVOUS_SECRET", "launcher-test-secret");
+        for name in ["SLURM_JOB_ID", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID"] {
+            command.env_remove(name);
+        }
+        command
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for daemon in ["slurmd", "slurmctld", "munged"] {
+            if let Ok(pid) = std::fs::read_to_string(self.dir.join(format!("{daemon}.pid"))) {
+                let _ = Command::new("kill").arg(pid.trim()).status();
+            }
+        }
+    }
+}
+
+/// `srun -N1 -n3` (ranks, local ranks from the step's layout, one id), a
+/// killed task named by the others, and `sbatch` running topo directly in
+/// the batch script: one process, not rank 0 of 3 waiting for peers.
+#[test]
+fn slurm_srun_and_sbatch() {
+    let Some(slurm) = Slurm::start() else { return };
+    let master = format!("127.0.0.1:{}", free_port());
+    let mut srun = slurm.command("srun");
+    srun.args(["-N1", "-n3", TOPO, "probe", "--check-rendezvous", "--timeout", "30", "--master", &master]);
+    let (code, out, err, _) = run_bounded(srun, Duration::from_secs(90));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    for (rank, local) in assert_met(&out, &err, 3, "Slurm") {
+        assert_eq!(local, format!("local rank {rank} of 3"));
+    }
+
+    let master = format!("127.0.0.1:{}", free_port());
+    let mut srun = slurm.command("srun");
+    srun.args(["-N1", "-n3", "sh", &victim_script("SLURM_PROCID", 2, 5, &format!("--master {master}"))]);
+    let (code, out, err, took) = run_bounded(srun, Duration::from_secs(60));
+    assert!(took < Duration::from_secs(20), "took {took:?}\n{out}\n{err}");
+    assert!(code.is_some_and(|c| c != 0), "{code:?}\n{out}\n{err}");
+    assert!(err.contains("rank 2 never connected"), "{out}\n{err}");
+
+    let script = slurm.dir.join("batch.sh");
+    let output = slurm.dir.join("batch.out");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\n\"{TOPO}\" probe --check-rendezvous --timeout 20 2>&1\necho \"exit=$?\"\n"),
+    )
+    .unwrap();
+    let mut sbatch = slurm.command("sbatch");
+    sbatch.args(["-n3", "-o"]).arg(&output).arg(&script);
+    let (code, out, err, _) = run_bounded(sbatch, Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let start = Instant::now();
+    let text = loop {
+        let text = std::fs::read_to_string(&output).unwrap_or_default();
+        if text.contains("exit=") {
+            break text;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "the batch job did not finish: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(start.elapsed() < Duration::from_secs(15), "the batch script waited: {text}");
+    assert!(text.contains("no launcher found") && text.contains("exit=2"), "{text}");
+}
