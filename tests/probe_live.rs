@@ -352,6 +352,43 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
     children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
 }
 
+/// Defect 5 (issue 15): a peer killed in the middle of the collectives. NCCL
+/// (the stand-in, as the real one over a closed socket) fails the operation
+/// with a remote error; `ncclCommDestroy` of that communicator would wait for
+/// ever, so the survivors must abort it, print NCCL's own message and exit 2
+/// well within the timeout.
+#[test]
+fn a_peer_killed_mid_run_ends_every_process() {
+    let args = ["probe", "--no-copies", "--collectives", "all_reduce", "--min", "1M", "--max", "4M", "--timeout", "10"];
+    let start = std::time::Instant::now();
+    // FAKE_NCCL_WAIT_S bounds the stand-in's hangs (destroy of a broken
+    // communicator) at 40 s: past 20 s the survivors hung.
+    let outputs = job(3, &args, &[("FAKE_NCCL_EXIT_AT", "2:1"), ("FAKE_NCCL_WAIT_S", "40")]);
+    let all: Vec<(String, String)> = outputs.iter().map(text).collect();
+    assert!(start.elapsed().as_secs() < 20, "took {:?}: {all:?}", start.elapsed());
+    assert_eq!(outputs[2].status.code(), None, "rank 2 was to be killed");
+    for output in &outputs[..2] {
+        let (stdout, stderr) = text(output);
+        assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains("remote process exited"), "{stderr}");
+        assert!(stderr.contains("NCCL: NET/Socket : peer rank 2"), "{stderr}");
+    }
+}
+
+/// The stand-in's ncclCommInitRank is collective: a rank that dies after the
+/// rendezvous leaves the others blocked in it, as the real one does, and the
+/// watchdog ends them within the (world-scaled) init timeout.
+#[test]
+fn a_rank_that_dies_before_nccl_init_ends_the_run() {
+    let args = ["probe", "--no-copies", "--collectives", "all_reduce", "--min", "1M", "--max", "1M", "--timeout", "3"];
+    let start = std::time::Instant::now();
+    let outputs = job(2, &args, &[("FAKE_NCCL_EXIT_AT_INIT", "1"), ("FAKE_NCCL_WAIT_S", "40")]);
+    assert!(start.elapsed().as_secs() < 15, "took {:?}", start.elapsed());
+    let (stdout, stderr) = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("making the 2-rank NCCL communicator"), "{stderr}");
+}
+
 /// One process per node, three nodes of one GPU: the NCCL id goes over the
 /// rendezvous, the collectives span the processes and every element checks out;
 /// each process reports the ring hops it received.

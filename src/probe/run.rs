@@ -61,6 +61,13 @@ impl Watchdog {
     }
 }
 
+/// How long making a `world`-rank communicator may take: the run's timeout
+/// plus 50 ms a rank, since NCCL's init exchanges every rank's addresses and
+/// topology through its bootstrap ring (minutes at thousands of ranks).
+pub fn init_timeout(timeout: Duration, world: u32) -> Duration {
+    timeout + Duration::from_millis(50) * world
+}
+
 /// Progress: a bar on a terminal (stderr), nothing otherwise.
 pub struct Progress(indicatif::ProgressBar);
 
@@ -205,7 +212,10 @@ fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::
     let nccl = open_nccl(plan, &mut report)?;
     let id = share_id(&nccl, place, plan.timeout)?;
     let comm = {
-        let _watchdog = Watchdog::arm(plan.timeout, format!("making the {}-rank NCCL communicator", launch.world));
+        let _watchdog = Watchdog::arm(
+            init_timeout(plan.timeout, launch.world),
+            format!("making the {}-rank NCCL communicator", launch.world),
+        );
         nccl.init_ranks(&id, launch.world, &[(launch.rank, &gpu)])?.pop().context("NCCL made no communicator")?
     };
     let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the pairwise rounds".to_string());
@@ -244,12 +254,16 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         // The rendezvous has its own timeout, which names the missing ranks.
         let id = share_id(&nccl, place, plan.timeout)?;
         let _watchdog = Watchdog::arm(
-            plan.timeout,
+            init_timeout(plan.timeout, world),
             format!("making the {world}-rank NCCL communicator (a rank may have died after the rendezvous)"),
         );
         let members: Vec<(u32, &Gpu)> = gpus.iter().enumerate().map(|(i, g)| (first + i as u32, g)).collect();
         nccl.init_ranks(&id, world, &members)?
     };
+    // Armed before the communicators are handed on, so it outlives them: on
+    // any error below they are torn down (aborted when broken) while it still
+    // watches, and a teardown that hangs still ends the process.
+    let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
     for (gpu, comm) in report.gpus.iter_mut().zip(&ranks) {
         gpu.nccl_rank = Some(comm.rank);
     }
@@ -270,7 +284,6 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         })
         .collect::<anyhow::Result<_>>()?;
     {
-        let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
         report.ranks = share_copy_figures(&nccl, &ranks, &report, &place.host)?;
         report.collectives = collectives::run(&nccl, &ranks, &plan.collectives, &mut step)?;
         share_rank_times(&nccl, &ranks, &mut report.collectives)?;
@@ -414,5 +427,12 @@ mod tests {
         assert_eq!(gpus_to_open(local(3, 8), 8).unwrap(), [3]);
         assert_eq!(gpus_to_open(local(3, 8), 1).unwrap(), [0]);
         assert!(gpus_to_open(local(5, 8), 4).is_err());
+    }
+
+    #[test]
+    fn init_timeout_grows_with_the_world() {
+        let base = Duration::from_secs(60);
+        assert_eq!(init_timeout(base, 2), Duration::from_millis(60_100));
+        assert_eq!(init_timeout(base, 4096), Duration::from_millis(60_000 + 204_800));
     }
 }
