@@ -295,8 +295,9 @@ fn a_rank_that_never_arrives_ends_the_run() {
         ("RANK", "0"),
         ("WORLD_SIZE", "2"),
         ("MASTER_ADDR", "127.0.0.1"),
-        ("MASTER_PORT", port.as_str()),
+        ("TOPO_PORT", port.as_str()),
         ("TOPO_JOB_TOKEN", "probe-test"),
+        ("TOPO_RENDEZVOUS_SECRET", "s3cret"),
     ];
     let start = std::time::Instant::now();
     let output = topo(&["probe", "--no-copies", "--max", "1M", "--timeout", "2"], &launch);
@@ -337,8 +338,9 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
                 .env("RANK", rank.to_string())
                 .env("WORLD_SIZE", ranks.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
-                .env("MASTER_PORT", &port)
+                .env("TOPO_PORT", &port)
                 .env("TOPO_JOB_TOKEN", "probe-job-test")
+                .env("TOPO_RENDEZVOUS_SECRET", "s3cret")
                 .env_remove("LOCAL_RANK")
                 .envs(env.iter().copied())
                 .env_remove("NCCL_DEBUG")
@@ -348,6 +350,43 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
         })
         .collect();
     children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+}
+
+/// Defect 5 (issue 15): a peer killed in the middle of the collectives. NCCL
+/// (the stand-in, as the real one over a closed socket) fails the operation
+/// with a remote error; `ncclCommDestroy` of that communicator would wait for
+/// ever, so the survivors must abort it, print NCCL's own message and exit 2
+/// well within the timeout.
+#[test]
+fn a_peer_killed_mid_run_ends_every_process() {
+    let args = ["probe", "--no-copies", "--collectives", "all_reduce", "--min", "1M", "--max", "4M", "--timeout", "10"];
+    let start = std::time::Instant::now();
+    // FAKE_NCCL_WAIT_S bounds the stand-in's hangs (destroy of a broken
+    // communicator) at 40 s: past 20 s the survivors hung.
+    let outputs = job(3, &args, &[("FAKE_NCCL_EXIT_AT", "2:1"), ("FAKE_NCCL_WAIT_S", "40")]);
+    let all: Vec<(String, String)> = outputs.iter().map(text).collect();
+    assert!(start.elapsed().as_secs() < 20, "took {:?}: {all:?}", start.elapsed());
+    assert_eq!(outputs[2].status.code(), None, "rank 2 was to be killed");
+    for output in &outputs[..2] {
+        let (stdout, stderr) = text(output);
+        assert_eq!(output.status.code(), Some(2), "{stdout}{stderr}");
+        assert!(stderr.contains("remote process exited"), "{stderr}");
+        assert!(stderr.contains("NCCL: NET/Socket : peer rank 2"), "{stderr}");
+    }
+}
+
+/// The stand-in's ncclCommInitRank is collective: a rank that dies after the
+/// rendezvous leaves the others blocked in it, as the real one does, and the
+/// watchdog ends them within the (world-scaled) init timeout.
+#[test]
+fn a_rank_that_dies_before_nccl_init_ends_the_run() {
+    let args = ["probe", "--no-copies", "--collectives", "all_reduce", "--min", "1M", "--max", "1M", "--timeout", "3"];
+    let start = std::time::Instant::now();
+    let outputs = job(2, &args, &[("FAKE_NCCL_EXIT_AT_INIT", "1"), ("FAKE_NCCL_WAIT_S", "40")]);
+    assert!(start.elapsed().as_secs() < 15, "took {:?}", start.elapsed());
+    let (stdout, stderr) = text(&outputs[0]);
+    assert_eq!(outputs[0].status.code(), Some(2), "{stdout}{stderr}");
+    assert!(stderr.contains("making the 2-rank NCCL communicator"), "{stderr}");
 }
 
 /// One process per node, three nodes of one GPU: the NCCL id goes over the

@@ -19,8 +19,9 @@ fn rank(rank: u32, world: u32, port: u16, timeout: u32) -> Child {
         .env("RANK", rank.to_string())
         .env("WORLD_SIZE", world.to_string())
         .env("MASTER_ADDR", "127.0.0.1")
-        .env("MASTER_PORT", port.to_string())
+        .env("TOPO_PORT", port.to_string())
         .env("TOPO_JOB_TOKEN", "test-job")
+        .env("TOPO_RENDEZVOUS_SECRET", "s3cret")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -58,7 +59,8 @@ fn send_raw(port: u16, body: &[u8], length: u32) -> TcpStream {
 }
 
 fn hello(token: &str, rank: u32) -> Vec<u8> {
-    format!(r#"{{"Hello":{{"token":"{token}","rank":{rank},"host":"test-peer","pid":1}}}}"#).into_bytes()
+    format!(r#"{{"Hello":{{"token":"{token}","rank":{rank},"host":"test-peer","pid":1,"secret":"s3cret"}}}}"#)
+        .into_bytes()
 }
 
 #[test]
@@ -117,6 +119,146 @@ fn strays_and_oversized_messages_are_refused() {
     let rank1 = rank(1, 2, port, 10);
     for (code, out, err) in finish(vec![rank0, rank1]) {
         assert_eq!(code, 0, "{out}{err}");
+    }
+}
+
+/// Issue 18 item 9: idle connections do not use up rank 0's attention; the
+/// real rank still joins at once.
+#[test]
+fn idle_connections_do_not_hide_a_rank_that_joined() {
+    let port = free_port();
+    let rank0 = rank(0, 2, port, 10);
+    let idle: Vec<TcpStream> = (0..3).map(|_| send_raw(port, b"", 0).try_clone().unwrap()).collect();
+    let idle_unframed: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let start = Instant::now();
+    let rank1 = rank(1, 2, port, 10);
+    for (code, out, err) in finish(vec![rank0, rank1]) {
+        assert_eq!(code, 0, "{out}{err}");
+    }
+    assert!(start.elapsed() < Duration::from_secs(5), "took {:?}", start.elapsed());
+    drop((idle, idle_unframed));
+}
+
+/// Issue 18 item 9: a peer that drips a byte now and then cannot hold rank 0
+/// past its deadline.
+#[test]
+fn a_dripping_client_cannot_hold_rank_0() {
+    let port = free_port();
+    let start = Instant::now();
+    let rank0 = rank(0, 2, port, 3);
+    let dripper = std::thread::spawn(move || {
+        let mut stream = send_raw(port, b"", 4000);
+        for _ in 0..40 {
+            if stream.write_all(b" ").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    });
+    let results = finish(vec![rank0]);
+    assert!(start.elapsed() < Duration::from_secs(6), "took {:?}", start.elapsed());
+    assert_eq!(results[0].0, 2, "{results:?}");
+    assert!(results[0].2.contains("rank 1 never connected"), "{results:?}");
+    let _ = dripper.join();
+}
+
+/// Issue 18 item 9: a fake rank 0 that drips bytes cannot hold a joiner past
+/// its deadline.
+#[test]
+fn a_dripping_rank_0_cannot_hold_a_joiner() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dripper = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let _ = stream.write_all(&100u32.to_be_bytes());
+        for _ in 0..40 {
+            if stream.write_all(b" ").is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    });
+    let start = Instant::now();
+    let results = finish(vec![rank(1, 2, port, 3)]);
+    assert!(start.elapsed() < Duration::from_secs(7), "took {:?}", start.elapsed());
+    assert_eq!(results[0].0, 2, "{results:?}");
+    assert!(results[0].2.contains("did not answer within"), "{results:?}");
+    let _ = dripper.join();
+}
+
+/// Issue 18 item 10: a process that knows the job's token but not its secret
+/// is refused; without a secret at all topo refuses to meet unless told.
+#[test]
+fn the_secret_guards_the_rendezvous() {
+    use std::io::Read;
+    let port = free_port();
+    let rank0 = rank(0, 2, port, 10);
+    let guess = br#"{"Hello":{"token":"topo/test-job/2","rank":1,"host":"intruder","pid":1}}"#;
+    let mut intruder = send_raw(port, guess, guess.len() as u32);
+    intruder.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reply = Vec::new();
+    let _ = intruder.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.contains("does not know the job's secret"), "{reply}");
+    let rank1 = rank(1, 2, port, 10);
+    for (code, out, err) in finish(vec![rank0, rank1]) {
+        assert_eq!(code, 0, "{out}{err}");
+    }
+
+    let no_secret = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_topo"))
+            .args(["probe", "--check-rendezvous", "--timeout", "5"])
+            .args(extra)
+            .env("RANK", "0")
+            .env("WORLD_SIZE", "1")
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("TOPO_PORT", free_port().to_string())
+            .env_remove("TOPO_RENDEZVOUS_SECRET")
+            .env("WORLD_SIZE", "2")
+            .output()
+            .unwrap()
+    };
+    let refused = no_secret(&[]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("TOPO_RENDEZVOUS_SECRET"));
+    let port = free_port();
+    let insecure = |r: u32| {
+        Command::new(env!("CARGO_BIN_EXE_topo"))
+            .args(["probe", "--check-rendezvous", "--timeout", "10", "--insecure-rendezvous"])
+            .env("RANK", r.to_string())
+            .env("WORLD_SIZE", "2")
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("TOPO_PORT", port.to_string())
+            .env_remove("TOPO_RENDEZVOUS_SECRET")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    for (code, out, err) in finish(vec![insecure(0), insecure(1)]) {
+        assert_eq!(code, 0, "{out}{err}");
+        if out.contains("rank 0") {
+            assert!(err.contains("warning: rendezvous without TOPO_RENDEZVOUS_SECRET"), "{err}");
+        }
+    }
+}
+
+/// Issue 18 item 5: a world size no job has is refused with a short message.
+#[test]
+fn absurd_world_sizes_are_refused() {
+    for world in ["100000000", "4294967295", "1000000"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_topo"))
+            .args(["probe", "--check-rendezvous", "--timeout", "2"])
+            .env("RANK", "0")
+            .env("WORLD_SIZE", world)
+            .env("MASTER_ADDR", "127.0.0.1")
+            .env("TOPO_PORT", free_port().to_string())
+            .env("TOPO_RENDEZVOUS_SECRET", "s3cret")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{world}: {stderr}");
+        assert!(stderr.contains("takes at most 65536") && stderr.len() < 500, "{world}: {stderr}");
     }
 }
 

@@ -150,6 +150,10 @@ pub(super) struct ProbeArgs {
     /// Rank 0's address when the launcher does not give MASTER_ADDR.
     #[arg(long, value_name = "HOST[:PORT]")]
     pub(super) master: Option<String>,
+    /// Meet the other ranks with no shared secret (TOPO_RENDEZVOUS_SECRET):
+    /// any process that reaches rank 0's port could claim a rank.
+    #[arg(long)]
+    pub(super) insecure_rendezvous: bool,
     /// Every rank gives up after this many seconds, naming the missing ranks.
     #[arg(long, value_name = "SECONDS", default_value = "60")]
     pub(super) timeout: u64,
@@ -276,6 +280,11 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
 pub(super) fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     let launch = crate::probe::launcher::detect(&env, args.master.as_deref())?;
+    if let Some(launch) = &launch
+        && let Some(warning) = crate::probe::rendezvous::guard(launch, args.insecure_rendezvous)?
+    {
+        eprintln!("{warning}");
+    }
     if args.check_rendezvous {
         let Some(launch) = launch else {
             anyhow::bail!(
@@ -283,7 +292,7 @@ pub(super) fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             );
         };
         let timeout = std::time::Duration::from_secs(args.timeout);
-        let line = crate::probe::check_rendezvous(&launch, &hostname(), timeout)?;
+        let line = crate::probe::check_rendezvous(&launch, crate::probe::launcher::local_rank(&env), &hostname(), timeout)?;
         output::print(&(line + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }

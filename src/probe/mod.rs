@@ -35,7 +35,12 @@ fn random_id() -> Vec<u8> {
 /// `topo probe --check-rendezvous`: every rank meets rank 0 and receives the
 /// same id, as they will before an NCCL communicator is made. Returns the line
 /// to print.
-pub fn check_rendezvous(launch: &Launch, host: &str, timeout: Duration) -> Result<String, rendezvous::RendezvousError> {
+pub fn check_rendezvous(
+    launch: &Launch,
+    local: Option<launcher::LocalRank>,
+    host: &str,
+    timeout: Duration,
+) -> Result<String, rendezvous::RendezvousError> {
     let start = Instant::now();
     let id = if launch.rank == 0 {
         let id = random_id();
@@ -45,8 +50,9 @@ pub fn check_rendezvous(launch: &Launch, host: &str, timeout: Duration) -> Resul
         rendezvous::join(launch, host, timeout)?
     };
     let id_text: String = id.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let local = local.map_or_else(|| "one process on this node".to_string(), |l| format!("local rank {} of {}", l.rank, l.size));
     Ok(format!(
-        "rank {} of {} ({}) on {host}: rendezvous with rank 0 at {}:{} in {} ms, id {id_text}",
+        "rank {} of {} ({}, {local}) on {host}: rendezvous with rank 0 at {}:{} in {} ms, id {id_text}",
         launch.rank,
         launch.world,
         launch.source,

@@ -15,7 +15,7 @@ use topo_probes::live::copies::{self, CopyPlan};
 use topo_probes::live::cuda::{self, Gpu};
 use topo_probes::live::nccl::{Nccl, UniqueId};
 
-use super::launcher::Launch;
+use super::launcher::{Launch, LocalRank};
 use super::rendezvous;
 
 /// Everything one run needs, decided before any GPU is touched.
@@ -37,7 +37,7 @@ pub struct Place {
     pub launch: Option<Launch>,
     /// One process per GPU (torchrun `--nproc-per-node` > 1, several Slurm
     /// tasks per node): the local rank, which picks the GPU.
-    pub local_rank: Option<u32>,
+    pub local_rank: Option<LocalRank>,
     pub host: String,
 }
 
@@ -59,6 +59,13 @@ impl Watchdog {
         });
         Watchdog { _done: done }
     }
+}
+
+/// How long making a `world`-rank communicator may take: the run's timeout
+/// plus 50 ms a rank, since NCCL's init exchanges every rank's addresses and
+/// topology through its bootstrap ring (minutes at thousands of ranks).
+pub fn init_timeout(timeout: Duration, world: u32) -> Duration {
+    timeout + Duration::from_millis(50) * world
 }
 
 /// Progress: a bar on a terminal (stderr), nothing otherwise.
@@ -101,12 +108,24 @@ fn open_gpus(place: &Place) -> anyhow::Result<Vec<Gpu>> {
     if count == 0 {
         anyhow::bail!("the CUDA driver sees no GPU (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)");
     }
-    let ordinals: Vec<u32> = match place.local_rank {
-        Some(local) if local < count => vec![local],
-        Some(local) => anyhow::bail!("local rank {local} has no GPU: the driver sees {count}"),
+    gpus_to_open(place.local_rank, count)?.into_iter().map(|o| Gpu::open(o).with_context(|| format!("GPU {o}"))).collect()
+}
+
+/// Which CUDA ordinals this process drives: all of them alone; its local
+/// rank's with one process per GPU; the only visible one when the launcher
+/// binds one GPU to each task (`--gpus-per-task 1`, `--gpu-bind`, a per-rank
+/// `CUDA_VISIBLE_DEVICES`), whatever the local rank.
+pub fn gpus_to_open(local: Option<LocalRank>, count: u32) -> anyhow::Result<Vec<u32>> {
+    Ok(match local {
         None => (0..count).collect(),
-    };
-    ordinals.into_iter().map(|o| Gpu::open(o).with_context(|| format!("GPU {o}"))).collect()
+        Some(_) if count == 1 => vec![0],
+        Some(local) if local.rank < count => vec![local.rank],
+        Some(local) => anyhow::bail!(
+            "local rank {} of {} has no GPU: the driver sees {count} (one GPU per process, or one visible GPU per task)",
+            local.rank,
+            local.size
+        ),
+    })
 }
 
 /// The NCCL id every rank must share: made by global rank 0, handed over the
@@ -188,12 +207,15 @@ fn run_pairwise(plan: &Plan, place: &Place, mut report: ProbeReport) -> anyhow::
             "--pairwise needs two or more processes started by a launcher, one per node: srun -N 8 --ntasks-per-node=1 topo probe --pairwise"
         );
     };
-    let gpu = Gpu::open(place.local_rank.unwrap_or(0))?;
+    let gpu = Gpu::open(gpus_to_open(place.local_rank, Gpu::count()?)?.first().copied().unwrap_or(0))?;
     report.gpus = vec![probed(&gpu, Some(launch.rank))];
     let nccl = open_nccl(plan, &mut report)?;
     let id = share_id(&nccl, place, plan.timeout)?;
     let comm = {
-        let _watchdog = Watchdog::arm(plan.timeout, format!("making the {}-rank NCCL communicator", launch.world));
+        let _watchdog = Watchdog::arm(
+            init_timeout(plan.timeout, launch.world),
+            format!("making the {}-rank NCCL communicator", launch.world),
+        );
         nccl.init_ranks(&id, launch.world, &[(launch.rank, &gpu)])?.pop().context("NCCL made no communicator")?
     };
     let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the pairwise rounds".to_string());
@@ -232,12 +254,16 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         // The rendezvous has its own timeout, which names the missing ranks.
         let id = share_id(&nccl, place, plan.timeout)?;
         let _watchdog = Watchdog::arm(
-            plan.timeout,
+            init_timeout(plan.timeout, world),
             format!("making the {world}-rank NCCL communicator (a rank may have died after the rendezvous)"),
         );
         let members: Vec<(u32, &Gpu)> = gpus.iter().enumerate().map(|(i, g)| (first + i as u32, g)).collect();
         nccl.init_ranks(&id, world, &members)?
     };
+    // Armed before the communicators are handed on, so it outlives them: on
+    // any error below they are torn down (aborted when broken) while it still
+    // watches, and a teardown that hangs still ends the process.
+    let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
     for (gpu, comm) in report.gpus.iter_mut().zip(&ranks) {
         gpu.nccl_rank = Some(comm.rank);
     }
@@ -258,7 +284,6 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         })
         .collect::<anyhow::Result<_>>()?;
     {
-        let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
         report.ranks = share_copy_figures(&nccl, &ranks, &report, &place.host)?;
         report.collectives = collectives::run(&nccl, &ranks, &plan.collectives, &mut step)?;
         share_rank_times(&nccl, &ranks, &mut report.collectives)?;
@@ -387,4 +412,27 @@ pub fn nvml_p2p_status(snapshot: &Snapshot, report: &ProbeReport, a: u32, b: u32
 /// `full` sweeps every collective from 8 B to 1 GiB.
 pub fn default_collectives(full: bool) -> (Vec<Collective>, u64, u64) {
     if full { (Collective::ALL.to_vec(), 8, 1 << 30) } else { (vec![Collective::AllReduce], 64 << 20, 1 << 30) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Defect 3: with per-task GPU binding each task sees one GPU, ordinal 0,
+    /// whatever its local rank.
+    #[test]
+    fn one_visible_gpu_per_task_is_this_ranks() {
+        let local = |rank, size| Some(LocalRank { rank, size });
+        assert_eq!(gpus_to_open(None, 4).unwrap(), [0, 1, 2, 3]);
+        assert_eq!(gpus_to_open(local(3, 8), 8).unwrap(), [3]);
+        assert_eq!(gpus_to_open(local(3, 8), 1).unwrap(), [0]);
+        assert!(gpus_to_open(local(5, 8), 4).is_err());
+    }
+
+    #[test]
+    fn init_timeout_grows_with_the_world() {
+        let base = Duration::from_secs(60);
+        assert_eq!(init_timeout(base, 2), Duration::from_millis(60_100));
+        assert_eq!(init_timeout(base, 4096), Duration::from_millis(60_000 + 204_800));
+    }
 }

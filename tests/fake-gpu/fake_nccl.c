@@ -17,6 +17,18 @@
  * seconds for its peers'); all_reduce, all_gather, send/recv and
  * ncclCommSplit are supported. Time: bytes / the slowest member's rate,
  *   FAKE_NCCL_RANK_GBPS   "rank:GB/s,..." per world rank (default FAKE_NCCL_P2P_GBPS)
+ *
+ * As the real library does across processes: ncclCommInitRank is collective
+ * (it returns only when every rank has arrived, and a peer that never comes
+ * makes it hang, not fail); a peer process that dies afterwards is noticed
+ * (as NCCL notices a closed socket): the operation fails with ncclRemoteError,
+ * ncclCommGetAsyncError reports it, ncclGetLastError says which peer, and
+ * ncclCommDestroy of that communicator hangs (it waits for work that will
+ * never finish) while ncclCommAbort returns. "Hang" is bounded by
+ * FAKE_NCCL_WAIT_S (default 3600 s) so a broken test cannot leave a process
+ * behind for ever.
+ *   FAKE_NCCL_EXIT_AT     "rank:n": that world rank kills itself (SIGKILL) at its n-th collective
+ *   FAKE_NCCL_EXIT_AT_INIT  a world rank that kills itself in ncclCommInitRank, before its peers hear of it
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -24,12 +36,15 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <signal.h>
+#include <errno.h>
+#include <stdarg.h>
 
 double *fake_cuda_stream_clock(void *s);
 
 typedef struct { char internal[128]; } ncclUniqueId;
 
-enum { OK = 0, SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, INVALID_USAGE = 5 };
+enum { OK = 0, SYSTEM_ERROR = 2, INVALID_ARGUMENT = 4, INVALID_USAGE = 5, REMOTE_ERROR = 6 };
 enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, BROADCAST, REDUCE, SEND, RECV };
 static const char *names[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send", "recv"};
 
@@ -43,6 +58,9 @@ struct comm {
     /* Across processes: the world rank of each member, and sequence numbers. */
     int world[MAX_RANKS];
     unsigned seq, splits, sent[MAX_RANKS], received[MAX_RANKS];
+    /* Process ids of the members (across processes), and the async error. */
+    int pid[MAX_RANKS];
+    int async_error;
 };
 struct op { int kind; const float *send; float *recv; size_t count; int other; struct comm *comm; void *stream; int done; };
 
@@ -55,11 +73,27 @@ static double env_double(const char *name, double fallback) {
     return v && *v ? atof(v) : fallback;
 }
 
+static char last_error[512];
+static void set_last_error(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(last_error, sizeof last_error, format, args);
+    va_end(args);
+}
+const char *ncclGetLastError(struct comm *c) { (void)c; return last_error; }
+int ncclCommGetAsyncError(struct comm *c, int *error) { *error = c->async_error; return OK; }
+
+static void nap_ms(int ms) {
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
 int ncclGetVersion(int *v) { *v = 22105; return OK; }
 const char *ncclGetErrorString(int code) {
     switch (code) {
     case SYSTEM_ERROR: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
     case INVALID_USAGE: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case REMOTE_ERROR: return "remote process exited or there was a network error";
     default: return "unknown result code";
     }
 }
@@ -68,6 +102,12 @@ int ncclGetUniqueId(ncclUniqueId *id) {
     snprintf(id->internal, sizeof id->internal, "fake-nccl-%u", ++id_counter);
     return OK;
 }
+static const char *shared_dir_early(void) {
+    const char *d = getenv("FAKE_NCCL_DIR");
+    return d && *d ? d : NULL;
+}
+static int init_across(struct comm *c);
+
 int ncclCommInitRank(struct comm **comm, int nranks, ncclUniqueId id, int rank) {
     if (getenv("FAKE_NCCL_INIT_FAIL")) return SYSTEM_ERROR;
     if (rank < 0 || rank >= nranks || nranks > MAX_RANKS) return INVALID_ARGUMENT;
@@ -76,12 +116,24 @@ int ncclCommInitRank(struct comm **comm, int nranks, ncclUniqueId id, int rank) 
     c->nranks = nranks;
     c->id = id;
     for (int r = 0; r < nranks; r++) c->world[r] = r;
+    const char *die = getenv("FAKE_NCCL_EXIT_AT_INIT");
+    if (die && *die && atoi(die) == rank) raise(SIGKILL);
+    if (shared_dir_early() && init_across(c)) { free(c); return SYSTEM_ERROR; }
     *comm = c;
     return OK;
 }
 int ncclCommCount(struct comm *c, int *n) { *n = c->nranks; return OK; }
 int ncclCommUserRank(struct comm *c, int *r) { *r = c->rank; return OK; }
-int ncclCommDestroy(struct comm *c) { free(c); return OK; }
+/* Destroying waits for the communicator's work; work stuck on a dead peer
+ * never finishes, so this hangs (bounded by FAKE_NCCL_WAIT_S). */
+int ncclCommDestroy(struct comm *c) {
+    if (c->async_error != OK) {
+        double wait = env_double("FAKE_NCCL_WAIT_S", 3600.0);
+        for (double waited = 0; waited < wait; waited += 0.01) nap_ms(10);
+    }
+    free(c);
+    return OK;
+}
 int ncclCommAbort(struct comm *c) { free(c); return OK; }
 
 static void sync_clocks(struct op **members, int n, double seconds) {
@@ -209,10 +261,33 @@ static int put(const char *path, const void *data, size_t bytes) {
     return OK;
 }
 
-/* Waits for `path` and reads `bytes` of it into `data`. */
-static int take(const char *path, void *data, size_t bytes) {
-    double wait = env_double("FAKE_NCCL_WAIT_S", 20.0);
+/* Whether process `pid` has ended: gone, or a zombie not yet reaped (its
+ * sockets are closed either way). */
+static int process_gone(int pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+    char path[64], stat[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    const char *close = strrchr(stat, ')');
+    return close && close[1] == ' ' && close[2] == 'Z';
+}
+
+/* Waits for `path` (from member `peer` of `c`) and reads `bytes` of it into
+ * `data`; a peer process that is gone is a remote error, as NCCL sees its
+ * socket close. */
+static int take_from(struct comm *c, int peer, const char *path, void *data, size_t bytes) {
+    double wait = env_double("FAKE_NCCL_WAIT_S", 3600.0);
     for (double waited = 0; waited < wait; waited += 0.001) {
+        int pid = c && peer >= 0 && peer < MAX_RANKS ? c->pid[peer] : 0;
+        if (pid > 0 && process_gone(pid)) {
+            c->async_error = REMOTE_ERROR;
+            set_last_error("NET/Socket : peer rank %d (pid %d) closed the connection", c->world[peer], pid);
+            return REMOTE_ERROR;
+        }
         FILE *f = fopen(path, "rb");
         if (f) {
             size_t got = bytes ? fread(data, 1, bytes, f) : 0;
@@ -222,7 +297,29 @@ static int take(const char *path, void *data, size_t bytes) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    return SYSTEM_ERROR; /* a peer never came: NCCL would hang or report a remote error */
+    return SYSTEM_ERROR; /* only after FAKE_NCCL_WAIT_S: the real library hangs */
+}
+static int take(const char *path, void *data, size_t bytes) { return take_from(NULL, -1, path, data, bytes); }
+
+/* ncclCommInitRank across processes: publish this rank's pid, wait for every
+ * other rank's (hanging while one is missing). */
+static int init_across(struct comm *c) {
+    char path[1024];
+    int mine = (int)getpid();
+    path_of(path, sizeof path, c, "init", 0, c->rank, 0);
+    if (put(path, &mine, sizeof mine)) return SYSTEM_ERROR;
+    for (int r = 0; r < c->nranks; r++) {
+        path_of(path, sizeof path, c, "init", 0, r, 0);
+        if (take(path, &c->pid[r], sizeof c->pid[r])) return SYSTEM_ERROR;
+    }
+    return OK;
+}
+
+static void maybe_exit_at(struct comm *c, unsigned seq) {
+    const char *at = getenv("FAKE_NCCL_EXIT_AT");
+    int rank;
+    unsigned n;
+    if (at && sscanf(at, "%d:%u", &rank, &n) == 2 && rank == c->world[c->rank] && n == seq) raise(SIGKILL);
 }
 
 static double slowest(struct comm *c, int a, int b) {
@@ -237,7 +334,9 @@ static double slowest(struct comm *c, int a, int b) {
 
 static int cross_collective(struct op *o) {
     struct comm *c = o->comm;
+    if (c->async_error != OK) return c->async_error;
     unsigned seq = c->seq++;
+    maybe_exit_at(c, seq);
     size_t in_bytes = o->count * sizeof(float);
     char path[1024];
     path_of(path, sizeof path, c, "coll", seq, c->rank, 0);
@@ -250,14 +349,16 @@ static int cross_collective(struct op *o) {
         for (int r = 0; r < c->nranks; r++) {
             if (r == c->rank) continue;
             path_of(path, sizeof path, c, "coll", seq, r, 0);
-            if (take(path, peer, in_bytes)) { free(peer); return SYSTEM_ERROR; }
+            int rc = take_from(c, r, path, peer, in_bytes);
+            if (rc) { free(peer); return rc; }
             for (size_t e = 0; e < o->count; e++) o->recv[e] += peer[e];
         }
     } else if (o->kind == ALL_GATHER) {
         factor = (double)(c->nranks - 1) / c->nranks;
         for (int r = 0; r < c->nranks; r++) {
             path_of(path, sizeof path, c, "coll", seq, r, 0);
-            if (take(path, o->recv + r * o->count, in_bytes)) { free(peer); return SYSTEM_ERROR; }
+            int rc = take_from(c, r, path, o->recv + r * o->count, in_bytes);
+            if (rc) { free(peer); return rc; }
         }
     } else {
         free(peer);
@@ -279,7 +380,7 @@ static int cross_p2p(struct op *o) {
         rc = put(path, o->send, bytes);
     } else {
         path_of(path, sizeof path, c, "p2p", c->received[o->other]++, o->other, c->rank);
-        rc = take(path, o->recv, bytes);
+        rc = c->async_error ? c->async_error : take_from(c, o->other, path, o->recv, bytes);
     }
     return rc;
 }
@@ -317,7 +418,8 @@ int ncclCommSplit(struct comm *c, int color, int key, struct comm **out, void *c
     int all[MAX_RANKS][3];
     for (int r = 0; r < c->nranks; r++) {
         path_of(path, sizeof path, c, "split", n, r, 0);
-        if (take(path, all[r], sizeof all[r])) return SYSTEM_ERROR;
+        int rc = take_from(c, r, path, all[r], sizeof all[r]);
+        if (rc) return rc;
     }
     *out = NULL;
     if (color < 0) return OK;
@@ -332,6 +434,7 @@ int ncclCommSplit(struct comm *c, int color, int key, struct comm **out, void *c
     }
     for (int i = 0; i < s->nranks; i++) {
         if (s->world[i] == c->rank) s->rank = i;
+        s->pid[i] = c->pid[s->world[i]];
         s->world[i] = all[s->world[i]][2];
     }
     *out = s;

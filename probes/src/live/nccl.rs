@@ -49,6 +49,10 @@ pub struct Nccl {
     recv: unsafe extern "C" fn(BufferMut, usize, c_int, c_int, RawComm, CudaStream) -> Ret,
     comm_count: unsafe extern "C" fn(RawComm, *mut c_int) -> Ret,
     comm_user_rank: unsafe extern "C" fn(RawComm, *mut c_int) -> Ret,
+    /// `ncclGetLastError` (NCCL 2.13 and later): NCCL's own words for the last failure.
+    get_last_error: Option<unsafe extern "C" fn(RawComm) -> *const c_char>,
+    /// `ncclCommGetAsyncError`: a communicator's error from work in flight (a dead peer).
+    comm_get_async_error: Option<unsafe extern "C" fn(RawComm, *mut Ret) -> Ret>,
     /// `ncclCommSplit` (NCCL 2.18 and later); `None` on older NCCL.
     comm_split: Option<unsafe extern "C" fn(RawComm, c_int, c_int, *mut RawComm, *mut c_void) -> Ret>,
 }
@@ -87,6 +91,10 @@ impl Nccl {
             recv: bind!(library, path, "ncclRecv"),
             comm_count: bind!(library, path, "ncclCommCount"),
             comm_user_rank: bind!(library, path, "ncclCommUserRank"),
+            // SAFETY: NCCL's documented signatures; absent on old versions.
+            get_last_error: unsafe { library.get(b"ncclGetLastError\0") }.ok().map(|symbol| *symbol),
+            // SAFETY: as above.
+            comm_get_async_error: unsafe { library.get(b"ncclCommGetAsyncError\0") }.ok().map(|symbol| *symbol),
             // SAFETY: NCCL's documented signature; absent before 2.18.
             comm_split: unsafe { library.get(b"ncclCommSplit\0") }.ok().map(|symbol| *symbol),
             _library: library,
@@ -105,7 +113,24 @@ impl Nccl {
             // SAFETY: non-null, NUL-terminated, static.
             unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
         };
-        Err(LiveError::Nccl { call, code, message: text })
+        let last = self.last_error();
+        let message = if last.is_empty() { text } else { format!("{text}; NCCL: {last}") };
+        Err(LiveError::Nccl { call, code, message })
+    }
+
+    /// `ncclGetLastError`: what NCCL itself said about its last failure
+    /// (which peer, which transport), control characters removed; empty when
+    /// this NCCL cannot say.
+    pub fn last_error(&self) -> String {
+        let Some(get) = self.get_last_error else { return String::new() };
+        // SAFETY: NCCL returns a NUL-terminated string it owns (or null); no communicator needed.
+        let text = unsafe { get(std::ptr::null_mut()) };
+        if text.is_null() {
+            return String::new();
+        }
+        // SAFETY: non-null and NUL-terminated.
+        let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+        text.chars().filter(|c| !c.is_control()).take(1024).collect()
     }
 
     /// `2.21.5`.
@@ -245,11 +270,29 @@ impl<'n> Comm<'n> {
     }
 }
 
+impl Comm<'_> {
+    /// `ncclCommGetAsyncError`: `Some(code)` when work on this communicator
+    /// failed in flight (a peer died, a network error); `None` when all is
+    /// well or this NCCL cannot say.
+    pub fn async_error(&self) -> Option<i32> {
+        let get = self.nccl.comm_get_async_error?;
+        let mut code: Ret = 0;
+        // SAFETY: a live communicator; writes one int.
+        let asked = unsafe { get(self.raw, &mut code) };
+        // ncclInProgress (7) is a non-blocking init still under way, not an error.
+        (asked == 0 && code != 0 && code != 7).then_some(code)
+    }
+}
+
+/// Destroyed when healthy; aborted when its work failed, since
+/// `ncclCommDestroy` waits for kernels that a dead peer keeps from finishing
+/// and would hang the process.
 impl Drop for Comm<'_> {
     fn drop(&mut self) {
-        // SAFETY: made by ncclCommInitRank; dropped once.
+        let broken = self.async_error().is_some() || std::thread::panicking();
+        // SAFETY: made by ncclCommInitRank or ncclCommSplit; dropped once.
         unsafe {
-            if (self.nccl.comm_destroy)(self.raw) != 0 {
+            if broken || (self.nccl.comm_destroy)(self.raw) != 0 {
                 let _ = (self.nccl.comm_abort)(self.raw);
             }
         }
