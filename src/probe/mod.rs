@@ -50,7 +50,8 @@ pub fn check_rendezvous(
         rendezvous::join(launch, host, timeout)?
     };
     let id_text: String = id.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    let local = local.map_or_else(|| "one process on this node".to_string(), |l| format!("local rank {} of {}", l.rank, l.size));
+    let local = local
+        .map_or_else(|| "one process on this node".to_string(), |l| format!("local rank {} of {}", l.rank, l.size));
     Ok(format!(
         "rank {} of {} ({}, {local}) on {host}: rendezvous with rank 0 at {}:{} in {} ms, id {id_text}",
         launch.rank,
