@@ -206,8 +206,18 @@ impl Catalogue {
     /// Whether an INFO message is one the table lists (cheap: one hash lookup
     /// on its first word before any pattern runs; this is on the per-line path).
     pub fn info_row(&self, message: &str) -> Option<Match<'_>> {
-        let word = message.split_whitespace().next()?;
-        let rows = self.info_by_word.get(word)?;
+        self.row_by_first_word(&self.info_by_word, message)
+    }
+
+    /// A WARN row that printed `message` although the line has no NCCL prefix.
+    pub fn bare_warn(&self, message: &str) -> Option<Match<'_>> {
+        self.row_by_first_word(&self.warn_by_word, message)
+    }
+
+    /// The most specific row among those whose pattern begins with the
+    /// message's first word.
+    fn row_by_first_word(&self, by_word: &HashMap<String, Vec<usize>>, message: &str) -> Option<Match<'_>> {
+        let rows = by_word.get(message.split_whitespace().next()?)?;
         let text = collapse_spaces(message.trim());
         rows.iter()
             .filter_map(|&i| Some((i, self.messages.get(i)?, self.patterns.get(i)?)))
@@ -230,18 +240,6 @@ impl Catalogue {
         self.unreachable_addresses.iter().find(|a| {
             if a.prefix.starts_with('<') { address.contains(&a.prefix) } else { address.starts_with(&a.prefix) }
         })
-    }
-
-    /// A WARN row that printed `message` although the line has no NCCL prefix.
-    pub fn bare_warn(&self, message: &str) -> Option<Match<'_>> {
-        let word = message.split_whitespace().next()?;
-        let rows = self.warn_by_word.get(word)?;
-        let text = collapse_spaces(message.trim());
-        rows.iter()
-            .filter_map(|&i| Some((i, self.messages.get(i)?, self.patterns.get(i)?)))
-            .filter(|(_, _, p)| p.matches_collapsed(&text))
-            .max_by_key(|(_, _, p)| p.specificity())
-            .map(|(index, row, _)| Match { index, row })
     }
 
     pub fn class(&self, name: &str) -> Option<&Class> {

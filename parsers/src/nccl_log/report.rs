@@ -467,14 +467,7 @@ impl LogParser {
             return false;
         }
         let rank = self.rank_of(line);
-        let origin = Origin {
-            host: line.host,
-            rank,
-            cuda_dev: line.cuda_dev,
-            file: &self.input_name,
-            line: self.line_number,
-            source: None,
-        };
+        let origin = line_origin(line, rank, &self.input_name, self.line_number, None);
         self.notices.add(line.message, origin);
         true
     }
@@ -574,14 +567,7 @@ impl LogParser {
     fn warning(&mut self, line: &LogLine, number: u64) {
         let text = if line.level == Level::Abort { "NCCL ABORT" } else { line.message };
         let rank = self.rank_of(line);
-        let origin = Origin {
-            host: line.host,
-            rank,
-            cuda_dev: line.cuda_dev,
-            file: &self.input_name,
-            line: number,
-            source: line.source,
-        };
+        let origin = line_origin(line, rank, &self.input_name, number, line.source);
         self.warnings.add(text, origin);
     }
 
@@ -1435,6 +1421,17 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
     if list.len() < MAX_SMALL_TABLE && !list.iter().any(|i| i == item) {
         list.push(item.to_string());
     }
+}
+
+/// Where a line of NCCL's own came from, for the message tables.
+fn line_origin<'a>(
+    line: &LogLine<'a>,
+    rank: Option<u32>,
+    file: &'a str,
+    number: u64,
+    source: Option<&'a str>,
+) -> Origin<'a> {
+    Origin { host: line.host, rank, cuda_dev: line.cuda_dev, file, line: number, source }
 }
 
 /// ` comm 0x5609976f9470 nRanks 32` appended to Trees and connection lines by
