@@ -5,6 +5,7 @@
 
 pub mod expect;
 pub mod findings;
+pub mod calibration;
 pub mod launcher;
 pub mod libraries;
 pub mod pairwise;
