@@ -292,7 +292,8 @@ pub(super) fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
             );
         };
         let timeout = std::time::Duration::from_secs(args.timeout);
-        let line = crate::probe::check_rendezvous(&launch, crate::probe::launcher::local_rank(&env), &hostname(), timeout)?;
+        let line =
+            crate::probe::check_rendezvous(&launch, crate::probe::launcher::local_rank(&env), &hostname(), timeout)?;
         output::print(&(line + "\n"))?;
         return Ok(ExitCode::SUCCESS);
     }

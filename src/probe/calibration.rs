@@ -37,7 +37,15 @@ mod tests {
                     Some((a, b)) => (a.parse().unwrap(), b.parse().unwrap()),
                     None => (f[3].parse().unwrap(), f[3].parse().unwrap()),
                 };
-                Row { machine: f[0], example: f[1], measure: f[2], gpus, gbps: f[4].parse().unwrap(), source: f[5], status: f[7] }
+                Row {
+                    machine: f[0],
+                    example: f[1],
+                    measure: f[2],
+                    gpus,
+                    gbps: f[4].parse().unwrap(),
+                    source: f[5],
+                    status: f[7],
+                }
             })
             .collect()
     }

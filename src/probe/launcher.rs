@@ -89,7 +89,8 @@ pub fn detect(env: &HashMap<String, String>, master_flag: Option<&str>) -> Resul
             continue;
         }
         // Inside a step, the step's task count is the world (SLURM_NTASKS may be the job's).
-        let world = if source == "Slurm" && get("SLURM_STEP_NUM_TASKS").is_some() { "SLURM_STEP_NUM_TASKS" } else { world };
+        let world =
+            if source == "Slurm" && get("SLURM_STEP_NUM_TASKS").is_some() { "SLURM_STEP_NUM_TASKS" } else { world };
         if let (Some(rank), Some(world)) = (number(rank)?, number(world)?) {
             found = Some((source, rank, world));
             break;
@@ -100,10 +101,10 @@ pub fn detect(env: &HashMap<String, String>, master_flag: Option<&str>) -> Resul
         return Err(LaunchError::WorldTooLarge { launcher: source, world });
     }
     let world = world as u32;
-    let rank = u32::try_from(rank).ok().filter(|r| *r < world).ok_or(LaunchError::RankOutOfRange {
-        rank: u32::try_from(rank).unwrap_or(u32::MAX),
-        world,
-    })?;
+    let rank = u32::try_from(rank)
+        .ok()
+        .filter(|r| *r < world)
+        .ok_or(LaunchError::RankOutOfRange { rank: u32::try_from(rank).unwrap_or(u32::MAX), world })?;
     let (flag_host, flag_port) = match master_flag {
         Some(text) => match text.rsplit_once(':') {
             Some((host, port)) if port.parse::<u16>().is_ok() => (Some(host.to_string()), port.parse::<u16>().ok()),
@@ -270,10 +271,7 @@ mod tests {
             ("TORCHELASTIC_RUN_ID", "abc"),
         ]);
         let launch = detect(&torchrun, None).unwrap().unwrap();
-        assert_eq!(
-            (launch.rank, launch.world, launch.master.as_str(), launch.source),
-            (3, 8, "node1", "torchrun")
-        );
+        assert_eq!((launch.rank, launch.world, launch.master.as_str(), launch.source), (3, 8, "node1", "torchrun"));
         assert_eq!(launch.token, "topo/abc/8");
 
         let slurm = env(&[

@@ -3,9 +3,9 @@
 //! libraries before anything loads them; then the live run (`run`), what
 //! each figure should have been (`expect`) and the table (`render`).
 
+pub mod calibration;
 pub mod expect;
 pub mod findings;
-pub mod calibration;
 pub mod launcher;
 pub mod libraries;
 pub mod pairwise;
@@ -51,7 +51,8 @@ pub fn check_rendezvous(
         rendezvous::join(launch, host, timeout)?
     };
     let id_text: String = id.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    let local = local.map_or_else(|| "one process on this node".to_string(), |l| format!("local rank {} of {}", l.rank, l.size));
+    let local = local
+        .map_or_else(|| "one process on this node".to_string(), |l| format!("local rank {} of {}", l.rank, l.size));
     Ok(format!(
         "rank {} of {} ({}, {local}) on {host}: rendezvous with rank 0 at {}:{} in {} ms, id {id_text}",
         launch.rank,

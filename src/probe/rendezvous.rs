@@ -166,10 +166,8 @@ fn listen(launch: &Launch) -> Result<TcpListener, RendezvousError> {
             Err(e) => last = Some((address, e)),
         }
     }
-    let (address, source) = last.map_or_else(
-        || (format!("port {port}"), std::io::Error::other("no address")),
-        |(a, e)| (a.to_string(), e),
-    );
+    let (address, source) =
+        last.map_or_else(|| (format!("port {port}"), std::io::Error::other("no address")), |(a, e)| (a.to_string(), e));
     Err(RendezvousError::Listen { address, source })
 }
 
@@ -369,7 +367,8 @@ pub fn join(launch: &Launch, host: &str, timeout: Duration) -> Result<Vec<u8>, R
         pid: std::process::id(),
         secret: launch.secret.clone(),
     };
-    let _ = stream.set_write_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))));
+    let _ = stream
+        .set_write_timeout(Some(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))));
     write_message(&mut stream, &hello).map_err(|e| no_answer(e.to_string()))?;
     match read_message(&mut stream, deadline + VERDICT_GRACE) {
         Ok(Message::Welcome { id }) => unhex(&id).ok_or_else(|| no_answer("a malformed id".into())),

@@ -108,7 +108,10 @@ fn open_gpus(place: &Place) -> anyhow::Result<Vec<Gpu>> {
     if count == 0 {
         anyhow::bail!("the CUDA driver sees no GPU (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)");
     }
-    gpus_to_open(place.local_rank, count)?.into_iter().map(|o| Gpu::open(o).with_context(|| format!("GPU {o}"))).collect()
+    gpus_to_open(place.local_rank, count)?
+        .into_iter()
+        .map(|o| Gpu::open(o).with_context(|| format!("GPU {o}")))
+        .collect()
 }
 
 /// Which CUDA ordinals this process drives: all of them alone; its local
