@@ -134,8 +134,16 @@ fn open_mpi_killed_peer_ends_every_process() {
     let (code, out, err, took) = run_bounded(command, Duration::from_secs(40));
     assert!(took < Duration::from_secs(15), "took {took:?}\n{out}\n{err}");
     assert!(code.is_some_and(|c| c != 0), "{code:?}\n{out}\n{err}");
+    // mpirun ends the whole job itself when a process dies, usually before
+    // topo's timeout: then mpirun's own report names the rank (or, racing,
+    // only says the job was aborted); otherwise topo's rank 0 names it.
     let all = format!("{out}{err}");
-    assert!(all.contains("rank 2 never connected") || all.contains("rank 2 "), "{all}");
+    assert!(
+        all.contains("rank 2 never connected")
+            || all.contains("process rank 2")
+            || all.contains("the job has been aborted"),
+        "{all}"
+    );
 }
 
 fn torchrun_path() -> Option<PathBuf> {

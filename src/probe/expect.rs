@@ -46,7 +46,7 @@ fn gpu_path(topology: &Topology, a: BusId, b: BusId) -> (Option<String>, Option<
 pub const NIC_EFFICIENCY: f64 = 0.9;
 
 /// For a hop to or from another node: the RDMA NIC nearest `gpu` (the one NCCL
-/// would pick, by nvidia-smi's distance) with an active port, and what that
+/// would pick, by nvidia-smi's distance) with an active (or unrecorded) port, and what that
 /// port should carry.
 fn nic_link(topology: &Topology, gpu: BusId) -> Option<(String, Bandwidth)> {
     let distance = |class: topo_model::SmiClass| match class {
@@ -62,7 +62,11 @@ fn nic_link(topology: &Topology, gpu: BusId) -> Option<(String, Bandwidth)> {
         .iter()
         .filter(|n| n.kind != topo_model::NicKind::Ethernet)
         .filter_map(|n| {
-            let rate = n.ports.iter().filter(|p| p.is_active()).filter_map(|p| p.rate_gbps).reduce(f64::max)?;
+            // A port of unknown state counts (NCCL's topology dump lists only
+            // the NICs it uses and records no port state); a port known to be
+            // down does not.
+            let usable = |p: &&topo_model::NicPort| p.is_active() || p.state.is_none();
+            let rate = n.ports.iter().filter(usable).filter_map(|p| p.rate_gbps).reduce(f64::max)?;
             Some((distance(topology.path(gpu, n.bus_id?).smi), n, rate))
         })
         .min_by(|a, b| a.0.cmp(&b.0).then(b.2.total_cmp(&a.2)))

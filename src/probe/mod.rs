@@ -3,6 +3,7 @@
 //! libraries before anything loads them; then the live run (`run`), what
 //! each figure should have been (`expect`) and the table (`render`).
 
+pub mod calibration;
 pub mod expect;
 pub mod findings;
 pub mod launcher;

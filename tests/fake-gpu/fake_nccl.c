@@ -282,17 +282,18 @@ static int process_gone(int pid) {
 static int take_from(struct comm *c, int peer, const char *path, void *data, size_t bytes) {
     double wait = env_double("FAKE_NCCL_WAIT_S", 3600.0);
     for (double waited = 0; waited < wait; waited += 0.001) {
-        int pid = c && peer >= 0 && peer < MAX_RANKS ? c->pid[peer] : 0;
-        if (pid > 0 && process_gone(pid)) {
-            c->async_error = REMOTE_ERROR;
-            set_last_error("NET/Socket : peer rank %d (pid %d) closed the connection", c->world[peer], pid);
-            return REMOTE_ERROR;
-        }
         FILE *f = fopen(path, "rb");
         if (f) {
             size_t got = bytes ? fread(data, 1, bytes, f) : 0;
             fclose(f);
             return got == bytes ? OK : SYSTEM_ERROR;
+        }
+        /* Not there yet: a peer process that has ended will never write it. */
+        int pid = c && peer >= 0 && peer < MAX_RANKS ? c->pid[peer] : 0;
+        if (pid > 0 && process_gone(pid)) {
+            c->async_error = REMOTE_ERROR;
+            set_last_error("NET/Socket : peer rank %d (pid %d) closed the connection", c->world[peer], pid);
+            return REMOTE_ERROR;
         }
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
