@@ -1,14 +1,16 @@
 //! Turning what the user pointed at (this machine, a sysfs capture, a file, an
 //! example) into one Snapshot.
 
+use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use topo_model::{HostInfo, Snapshot, Source};
 use topo_parsers::nccl_xml;
 use topo_probes::sysfs;
 
 use crate::examples::{self, ExampleFormat};
+use crate::input;
 
 /// Where `show` and `snapshot` take the machine from.
 pub enum Origin<'a> {
@@ -84,108 +86,154 @@ pub fn attach_nvml(
     }
 }
 
-/// A file is NCCL topology XML if it starts with `<` (after blanks),
-/// `nvidia-smi topo -m` text if its first line is the matrix header, else a
-/// snapshot in YAML or JSON.
+/// The most a machine description named by `--from` may hold: the largest of
+/// the formats' own limits (snapshot 256 MiB, XML 64 MiB, `nvidia-smi` 4 MiB),
+/// each checked again once the format is known.
+pub const MAX_MACHINE_BYTES: u64 = topo_model::snapshot::MAX_SNAPSHOT_BYTES;
+
+/// Reads `path` once, bounded, and tells what it is from the bytes read:
+/// `show --from /dev/stdin`, `--from -` and FIFOs work, and `/dev/zero` is
+/// refused at the limit.
 fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
     if path.is_dir() {
         bail!("{}: is a directory; give an NCCL topology XML file or a snapshot", path.display());
     }
-    let mut head = [0u8; 256];
-    let read = {
-        use std::io::Read;
-        let mut file = std::fs::File::open(path).with_context(|| path.display().to_string())?;
-        file.read(&mut head).with_context(|| path.display().to_string())?
-    };
-    let head = &head[..read];
+    let bytes = input::read_bounded(path, MAX_MACHINE_BYTES)?;
+    load_bytes(&bytes, &path.display().to_string())
+}
+
+/// A machine description from its bytes: NCCL topology XML if it starts with
+/// `<` (after blanks), `nvidia-smi topo -m` text if its first line is the
+/// matrix header, else a snapshot in YAML or JSON. An NCCL log is named as one.
+pub fn load_bytes(bytes: &[u8], name: &str) -> anyhow::Result<Snapshot> {
+    let head = &bytes[..bytes.len().min(4096)];
     let looks_like_xml = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
     let looks_like_smi = String::from_utf8_lossy(head)
         .lines()
         .find(|l| !l.trim().is_empty())
         .is_some_and(|l| l.starts_with(char::is_whitespace) && l.split_whitespace().next() == Some("GPU0"));
     if looks_like_smi {
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).with_context(|| name.clone())?;
-        let matrix = topo_parsers::nvidia_smi::parse(&text, &name)?;
+        let text = String::from_utf8_lossy(bytes);
+        let matrix = topo_parsers::nvidia_smi::parse(&text, name)?;
         let (topology, warnings) = topo_parsers::nvidia_smi::to_topology(&matrix);
-        return Ok(Snapshot::new(Source::NvidiaSmiText { path: name }, HostInfo::default(), topology, warnings));
+        let source = Source::NvidiaSmiText { path: name.to_string() };
+        return Ok(Snapshot::new(source, HostInfo::default(), topology, warnings));
     }
     if looks_like_xml {
-        let imported = nccl_xml::import_file(path)?;
-        let source = Source::NcclXml { path: path.display().to_string() };
-        Ok(Snapshot::new(source, HostInfo::default(), imported.topology, imported.warnings))
-    } else {
-        Ok(Snapshot::load(path)?)
+        if bytes.len() as u64 > nccl_xml::MAX_XML_BYTES {
+            bail!("{name}: larger than any NCCL topology file ({} bytes at most)", nccl_xml::MAX_XML_BYTES);
+        }
+        let imported = nccl_xml::import(&String::from_utf8_lossy(bytes), name)?;
+        let source = Source::NcclXml { path: name.to_string() };
+        return Ok(Snapshot::new(source, HostInfo::default(), imported.topology, imported.warnings));
     }
+    if looks_like_nccl_log(head) {
+        bail!(
+            "{name}: this is an NCCL log, not a machine description; read it with `topo nccl {name}`, or give it to \
+             `topo show --nccl-log`"
+        );
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!("{name}: not a snapshot: not UTF-8 text (invalid byte at offset {})", e.valid_up_to())
+    })?;
+    Ok(Snapshot::from_text(text, name)?)
 }
 
-/// Reads NCCL logs: files (plain or gzip), directories of them (walked in name
-/// order, as `NCCL_DEBUG_FILE=nccl.%h.%p` leaves them) and `-` for stdin. An
-/// input that cannot be read is reported in the summary and skipped; the others
-/// are still read.
-pub fn nccl_report(inputs: &[std::path::PathBuf]) -> topo_model::nccl::NcclReport {
-    use topo_parsers::nccl_log::{LogParser, read_lines};
+/// Whether the first bytes hold an NCCL log line (`NCCL INFO`, `NCCL WARN`).
+fn looks_like_nccl_log(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head).lines().take(20).any(|l| l.contains(" NCCL INFO") || l.contains(" NCCL WARN"))
+}
+
+/// What reading the logs found: the report, and the first machine description
+/// (snapshot or topology XML) found among them, when asked to look for one.
+pub struct LogInputs {
+    pub report: topo_model::nccl::NcclReport,
+    pub machine: Option<anyhow::Result<Snapshot>>,
+}
+
+/// Reads NCCL logs: files (plain or gzip), directories of them (walked once,
+/// in name order, as `NCCL_DEBUG_FILE=nccl.%h.%p` leaves them), FIFOs and `-`
+/// for stdin, each opened and read once. An input that cannot be read is
+/// reported in the summary and skipped; the others are still read. With
+/// `find_machine`, an input whose first line says it is a snapshot or NCCL
+/// topology XML is taken as the machine instead of a log.
+pub fn read_logs(inputs: &[std::path::PathBuf], find_machine: bool) -> LogInputs {
+    use topo_parsers::nccl_log::{LogParser, read_stream};
+    let walked = input::walk(inputs, None);
+    for skipped in &walked.skipped {
+        crate::output::warn(skipped);
+    }
     let mut parser = LogParser::new();
     let mut summaries = Vec::new();
-    for path in expand(inputs) {
-        let before = parser.lines_read();
-        let error = read_lines(&path, &mut parser).err().map(|e| e.to_string());
+    let mut machine = None;
+    for (dir, why) in &walked.unreadable {
         summaries.push(topo_model::nccl::InputSummary {
-            name: path.display().to_string(),
-            lines: parser.lines_read() - before,
-            error,
+            name: dir.display().to_string(),
+            lines: 0,
+            error: Some(format!("{}: {why}", dir.display())),
         });
+    }
+    for path in &walked.files {
+        let name = path.display().to_string();
+        let before = parser.lines_read();
+        let read = (|| -> anyhow::Result<bool> {
+            let mut stream = input::open(path)?;
+            let head = read_head(&mut stream).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            if find_machine && machine.is_none() && is_machine_description(&head) {
+                let chained = std::io::Cursor::new(head).chain(stream);
+                let bytes = input::read_stream_bounded(chained, &name, MAX_MACHINE_BYTES)?;
+                machine = Some(load_bytes(&bytes, &name));
+                return Ok(true);
+            }
+            read_stream(&name, std::io::Cursor::new(head).chain(stream), &mut parser)?;
+            Ok(false)
+        })();
+        let error = match read {
+            // A machine description is no log: not listed among the inputs.
+            Ok(true) => continue,
+            Ok(false) => None,
+            Err(e) => Some(format!("{e:#}")),
+        };
+        summaries.push(topo_model::nccl::InputSummary { name, lines: parser.lines_read() - before, error });
     }
     let mut report = parser.finish();
     report.inputs = summaries;
-    report
+    LogInputs { report, machine }
 }
 
-/// Directories become the files below them, sorted; other paths stay as given
-/// (so a missing one is reported by the reader).
-fn expand(inputs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for input in inputs {
-        if input.is_dir() {
-            let mut stack = vec![input.clone()];
-            let mut files = Vec::new();
-            while let Some(dir) = stack.pop() {
-                match std::fs::read_dir(&dir) {
-                    Ok(entries) => {
-                        for entry in entries.flatten() {
-                            let path = entry.path();
-                            if path.is_dir() { stack.push(path) } else { files.push(path) }
-                        }
-                    }
-                    Err(_) => files.push(dir),
-                }
-            }
-            files.sort();
-            out.extend(files);
-        } else {
-            out.push(input.clone());
-        }
-    }
-    out
+/// Reads NCCL logs as [`read_logs`] does, every input taken as a log.
+pub fn nccl_report(inputs: &[std::path::PathBuf]) -> topo_model::nccl::NcclReport {
+    read_logs(inputs, false).report
 }
 
-/// Whether a file is a machine description (a topo snapshot or an NCCL topology
-/// XML) rather than a log: its first line says so.
-pub fn is_machine_description(path: &Path) -> bool {
-    use std::io::{BufRead, BufReader, Read};
-    if path.is_dir() {
-        return false;
-    }
-    let Ok(file) = std::fs::File::open(path) else { return false };
-    let mut first = String::new();
-    let mut reader = BufReader::new(file).take(4096);
-    while first.trim().is_empty() {
-        first.clear();
-        match reader.read_line(&mut first) {
-            Ok(0) | Err(_) => return false,
-            Ok(_) => {}
+/// The first bytes of a stream, enough to see its first non-blank line (or
+/// gzip's magic): up to 4 KiB, read until a line ends or the stream does.
+fn read_head(stream: &mut impl std::io::Read) -> std::io::Result<Vec<u8>> {
+    let mut head = vec![0u8; 4096];
+    let mut filled = 0;
+    while filled < head.len() {
+        let read = match stream.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        filled += read;
+        let seen = &head[..filled];
+        let a_line_with_text = seen.split(|b| *b == b'\n').rev().skip(1).any(|l| !l.trim_ascii().is_empty());
+        if seen.starts_with(&[0x1f, 0x8b]) || a_line_with_text {
+            break;
         }
     }
+    head.truncate(filled);
+    Ok(head)
+}
+
+/// Whether a stream's first bytes say it is a machine description (a topo
+/// snapshot or an NCCL topology XML) rather than a log: its first line says so.
+pub fn is_machine_description(head: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(head);
+    let Some(first) = text.lines().find(|l| !l.trim().is_empty()) else { return false };
     let first = first.trim_start();
     first.starts_with("schema_version:") || first.starts_with("<system") || first.starts_with("{\"schema_version\"")
 }

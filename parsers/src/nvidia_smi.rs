@@ -27,10 +27,30 @@ pub enum SmiError {
     NoHeader { name: String },
     #[error("{name}:{line}: {message}")]
     Malformed { name: String, line: usize, message: String },
+    #[error("{name}: {size} bytes is larger than any `nvidia-smi topo -m` output ({MAX_SMI_BYTES} bytes at most)")]
+    TooLarge { name: String, size: usize },
 }
+
+/// Text above this is refused before parsing: a 64-GPU, 32-NIC matrix is
+/// under 64 KiB.
+pub const MAX_SMI_BYTES: usize = 4 * 1024 * 1024;
+
+/// A token from the input as an error message shows it: its first
+/// [`MAX_ECHO_CHARS`] characters, so a crafted line is never echoed whole.
+fn echo(token: &str) -> String {
+    match token.char_indices().nth(MAX_ECHO_CHARS) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &token[..cut], token.len()),
+        None => token.to_string(),
+    }
+}
+
+const MAX_ECHO_CHARS: usize = 200;
 
 /// Reads the matrix; `name` is used in messages.
 pub fn parse(text: &str, name: &str) -> Result<SmiMatrix, SmiError> {
+    if text.len() > MAX_SMI_BYTES {
+        return Err(SmiError::TooLarge { name: name.to_string(), size: text.len() });
+    }
     let lines: Vec<&str> = text.lines().collect();
     let header_at = lines
         .iter()
@@ -52,18 +72,18 @@ pub fn parse(text: &str, name: &str) -> Result<SmiMatrix, SmiError> {
     let mut row_lines = lines.iter().enumerate().skip(header_at + 1).filter(|(_, l)| !l.trim().is_empty());
     for label in &labels {
         let (number, line) =
-            row_lines.next().ok_or_else(|| malformed(lines.len(), format!("missing the {label} row")))?;
+            row_lines.next().ok_or_else(|| malformed(lines.len(), format!("missing the {} row", echo(label))))?;
         let tokens: Vec<&str> = line.split_whitespace().collect();
         if tokens.first() != Some(&label.as_str()) {
             return Err(malformed(
                 number,
-                format!("expected the {label} row, found {:?}", tokens.first().unwrap_or(&"")),
+                format!("expected the {} row, found {:?}", echo(label), echo(tokens.first().unwrap_or(&""))),
             ));
         }
         let row: Option<Vec<SmiClass>> = tokens.iter().skip(1).take(labels.len()).map(|t| SmiClass::parse(t)).collect();
         let row = row
             .filter(|r| r.len() == labels.len())
-            .ok_or_else(|| malformed(number, format!("{label}: expected {} matrix cells", labels.len())))?;
+            .ok_or_else(|| malformed(number, format!("{}: expected {} matrix cells", echo(label), labels.len())))?;
         cells.push(row);
         let mut extra = tokens.iter().skip(1 + labels.len());
         cpu_affinity.push(if has_cpu { extra.next().map(|s| s.to_string()) } else { None });
@@ -71,7 +91,7 @@ pub fn parse(text: &str, name: &str) -> Result<SmiMatrix, SmiError> {
     }
     for (i, row) in cells.iter().enumerate() {
         if row.get(i) != Some(&SmiClass::Same) {
-            return Err(malformed(header_at + 1 + i, format!("{}: the diagonal is not X", labels[i])));
+            return Err(malformed(header_at + 1 + i, format!("{}: the diagonal is not X", echo(&labels[i]))));
         }
     }
     let nic_names = lines

@@ -54,12 +54,14 @@ pub(super) struct DiagnoseArgs {
 }
 
 pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
-    // A snapshot or topology file given among the logs describes the machine, as `--from` does.
-    let (machines, logs): (Vec<PathBuf>, Vec<PathBuf>) =
-        args.inputs.iter().cloned().partition(|p| args.from.is_none() && sources::is_machine_description(p));
-    let from = args.from.clone().or_else(|| machines.first().cloned());
-    let machine = from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
-    let mut report = sources::nccl_report(&logs);
+    // A snapshot or topology file given among the logs describes the machine, as `--from` does;
+    // each input is opened and read once (a pipe or FIFO is told from its first bytes).
+    let given = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
+    let sources::LogInputs { mut report, machine: found } = sources::read_logs(&args.inputs, given.is_none());
+    let machine = match given {
+        Some(machine) => Some(machine),
+        None => found.transpose()?,
+    };
     if let Some(snapshot) = &machine {
         let annotated = report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
         if annotated == 0 {
@@ -68,7 +70,7 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     }
     let failed: Vec<&topo_model::nccl::InputSummary> = report.inputs.iter().filter(|i| i.error.is_some()).collect();
     for input in &failed {
-        eprintln!("topo: error: {}", input.error.as_deref().unwrap_or_default());
+        output::error(input.error.as_deref().unwrap_or_default());
     }
     let text = match args.format {
         ReportFormat::Plain => views::nccl::render(&report),
@@ -96,7 +98,7 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     }
     let failed: Vec<&str> = report.inputs.iter().filter_map(|i| i.error.as_deref()).collect();
     for error in &failed {
-        eprintln!("topo: error: {error}");
+        output::error(error);
     }
     let findings = crate::diagnose::diagnose(&report, machine.as_ref());
     let text = match args.format {

@@ -324,5 +324,7 @@ pub(super) fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
     };
     output::print(&text)?;
-    Ok(if report.nodes == 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    // What could be read is reported; a named input that is not there still fails the run.
+    let missing = args.inputs.iter().any(|p| p.as_os_str() != crate::input::STDIN && std::fs::metadata(p).is_err());
+    Ok(if report.nodes == 0 || missing { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

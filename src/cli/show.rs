@@ -75,8 +75,10 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     }
     let snapshot = args.origin.load()?;
     report_notices(&snapshot);
+    // Logs are read before anything is drawn: one that cannot be read fails the run (exit 2).
+    let Some(logs) = read_logs_or_fail(&args.nccl_log) else { return Ok(ExitCode::from(2)) };
     if interactive {
-        return show_ui(snapshot, &args.nccl_log, None);
+        return show_ui(snapshot, logs, None);
     }
     let text = match args.format {
         ShowFormat::Plain => views::plain::render(&snapshot, output::colour_stdout()),
@@ -93,6 +95,7 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
 /// cluster screen (on the first outlier's node); otherwise the cluster report.
 pub(super) fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> anyhow::Result<ExitCode> {
     let report = crate::cluster::load(&[dir.to_path_buf()])?;
+    let Some(logs) = read_logs_or_fail(&args.nccl_log) else { return Ok(ExitCode::from(2)) };
     if !interactive {
         let text = match args.format {
             ShowFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
@@ -113,30 +116,39 @@ pub(super) fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> an
     let Some((snapshot, _)) = first.as_deref().and_then(&open) else {
         anyhow::bail!("{}: no readable snapshot", dir.display());
     };
-    show_ui(snapshot, &args.nccl_log, Some(topo_tui::ClusterView { report, open }))
+    show_ui(snapshot, logs, Some(topo_tui::ClusterView { report, open }))
+}
+
+/// The report on `logs` (`None` inside when none are given), or `None` after
+/// naming on stderr every input that could not be read.
+fn read_logs_or_fail(logs: &[PathBuf]) -> Option<Option<topo_model::nccl::NcclReport>> {
+    if logs.is_empty() {
+        return Some(None);
+    }
+    let report = sources::nccl_report(logs);
+    let mut failed = false;
+    for error in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
+        output::error(error);
+        failed = true;
+    }
+    (!failed).then_some(Some(report))
 }
 
 /// Opens the terminal UI on `snapshot`, with the findings for it (and for the
 /// logs, when given) computed first: the UI only draws.
 pub(super) fn show_ui(
     snapshot: Snapshot,
-    logs: &[PathBuf],
+    logs: Option<topo_model::nccl::NcclReport>,
     cluster: Option<topo_tui::ClusterView>,
 ) -> anyhow::Result<ExitCode> {
     // Logs given now win over a report the snapshot carries.
-    let nccl = match logs.is_empty() {
-        true => snapshot.nccl.clone(),
-        false => {
-            let mut report = sources::nccl_report(logs);
+    let nccl = match logs {
+        None => snapshot.nccl.clone(),
+        Some(mut report) => {
             report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
             Some(report)
         }
     };
-    if let Some(report) = &nccl {
-        for input in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
-            eprintln!("topo: error: {input}");
-        }
-    }
     let findings = match &nccl {
         Some(report) => crate::diagnose::diagnose(report, Some(&snapshot)),
         None => crate::checks::hardware(&snapshot),
@@ -152,7 +164,7 @@ pub(super) fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     if !args.nccl_log.is_empty() {
         let mut report = sources::nccl_report(&args.nccl_log);
         for error in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
-            eprintln!("topo: error: {error}");
+            output::error(error);
         }
         report.annotate(&snapshot.topology, snapshot.host.hostname.as_deref());
         snapshot.nccl = Some(report);

@@ -13,7 +13,33 @@ use crate::style;
 pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 12;
 
+/// Draws the screen, then shows every control character that text from the
+/// input put in a cell as its visible picture (ESC as ␛): a snapshot's host
+/// name or a log line can never move the cursor, retitle or clear the terminal.
 pub fn draw(frame: &mut Frame, app: &mut App) {
+    draw_screen(frame, app);
+    for cell in frame.buffer_mut().content.iter_mut() {
+        if cell.symbol().chars().any(char::is_control) {
+            let shown: String = cell.symbol().chars().map(control_picture).collect();
+            cell.set_symbol(&shown);
+        }
+    }
+}
+
+/// A control character's picture from the Control Pictures block (U+2400).
+pub fn control_picture(c: char) -> char {
+    match c as u32 {
+        code @ 0..0x20 => char::from_u32(0x2400 + code).unwrap_or('?'),
+        0x7f => '\u{2421}',
+        code if c.is_control() => {
+            let _ = code;
+            '\u{fffd}'
+        }
+        _ => c,
+    }
+}
+
+fn draw_screen(frame: &mut Frame, app: &mut App) {
     let area = frame.area();
     app.hits = Default::default();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {

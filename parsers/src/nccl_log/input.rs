@@ -18,13 +18,21 @@ pub enum LogError {
 /// Feeds every line of `path` (`-` = stdin) to `parser`.
 pub fn read_lines(path: &Path, parser: &mut LogParser) -> Result<(), LogError> {
     let name = path.display().to_string();
-    let io = |source| LogError::Io { name: name.clone(), source };
-    parser.start_input(&name);
     if name == "-" {
-        return feed(BufReader::with_capacity(1 << 20, std::io::stdin().lock()), parser).map_err(io);
+        return read_stream(&name, std::io::stdin().lock(), parser);
     }
-    let file = std::fs::File::open(path).map_err(io)?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let file = std::fs::File::open(path).map_err(|source| LogError::Io { name: name.clone(), source })?;
+    read_stream(&name, file, parser)
+}
+
+/// Feeds every line of a stream already opened (and perhaps already partly
+/// read by whoever looked at its first bytes: they hand those back chained in
+/// front) to `parser`, read once: a pipe or FIFO loses nothing. Gzip is told
+/// by its magic bytes.
+pub fn read_stream(name: &str, stream: impl std::io::Read, parser: &mut LogParser) -> Result<(), LogError> {
+    let io = |source| LogError::Io { name: name.to_string(), source };
+    parser.start_input(name);
+    let mut reader = BufReader::with_capacity(1 << 20, stream);
     let gzip = reader.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
     if gzip {
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);

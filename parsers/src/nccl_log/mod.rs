@@ -10,5 +10,5 @@ mod prefix_cache;
 mod report;
 mod tuning_table;
 
-pub use input::{LogError, feed, read_lines};
+pub use input::{LogError, feed, read_lines, read_stream};
 pub use report::{LogParser, transport_kind};

@@ -42,7 +42,13 @@ pub fn import_file(path: &Path) -> Result<Imported, XmlError> {
     if size > MAX_XML_BYTES {
         return Err(XmlError::TooLarge { path: name, size });
     }
-    let bytes = std::fs::read(path).map_err(io)?;
+    // The reported size is not trusted (`/dev/zero` reports 0): read at most one byte past the limit.
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::open(path).map_err(io)?, MAX_XML_BYTES + 1), &mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_XML_BYTES {
+        return Err(XmlError::TooLarge { path: name, size: bytes.len() as u64 });
+    }
     let text = String::from_utf8_lossy(&bytes);
     import(&text, &name)
 }
