@@ -244,3 +244,32 @@ fn escape_sequences_from_input_reach_no_terminal() {
     assert!(stdout.contains("coyote2\\x1b]0;owned\\x07\\x1b[2J"), "{stdout}");
     assert!(!stdout.contains('\x1b') && !stderr(&output).contains('\x1b'));
 }
+
+/// A warning recorded in a snapshot (here NVML's, as a node without a driver
+/// records it) is said to be recorded when the snapshot is replayed.
+#[test]
+fn a_replayed_warning_says_it_was_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = std::fs::read_to_string(fixture(SNAPSHOT)).unwrap();
+    assert!(!text.contains("\nnotices:"), "the fixture must not carry notices of its own");
+    text.push_str("notices:\n- 'NVML unavailable (libnvidia-ml.so.1: cannot open shared object file)'\n");
+    let path = dir.path().join("recorded.yaml");
+    std::fs::write(&path, text).unwrap();
+    let output = topo().args(["show", "--plain", "--from"]).arg(&path).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("topo: warning: recorded in the snapshot: NVML unavailable"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// `show --plain` on a box whose CPU list fills the column: the CPU list and
+/// the NUMA node stay apart (`...,76,78` then `0`, never `780`).
+#[test]
+fn affinity_columns_never_run_together() {
+    let output = topo().args(["show", "--plain", "--example", "rtx-a6000-4gpu-pcie"]).output().unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let row = stdout.lines().find(|l| l.starts_with("GPU0 ")).unwrap();
+    assert!(row.ends_with("74,76,78  0"), "{row}");
+}

@@ -70,7 +70,7 @@ pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
             super::node::live_probe(&probe.args, None)?.snapshot
         }
     };
-    report_notices(&snapshot);
+    report_notices(&snapshot, args.origin.replays());
     let expectations = match (&args.expect, &args.write_expect) {
         (Some(path), _) => crate::preflight::expect::Expectations::load(path)?,
         (None, Some(path)) => {

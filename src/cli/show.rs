@@ -74,7 +74,7 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         return show_cluster(dir, &args, interactive);
     }
     let snapshot = args.origin.load()?;
-    report_notices(&snapshot);
+    report_notices(&snapshot, args.origin.replays());
     // Logs are read before anything is drawn: one that cannot be read fails the run (exit 2).
     let Some(logs) = read_logs_or_fail(&args.nccl_log) else { return Ok(ExitCode::from(2)) };
     if interactive {
@@ -160,7 +160,7 @@ pub(super) fn show_ui(
 
 pub(super) fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     let mut snapshot = args.origin.load()?;
-    report_notices(&snapshot);
+    report_notices(&snapshot, args.origin.replays());
     if !args.nccl_log.is_empty() {
         let mut report = sources::nccl_report(&args.nccl_log);
         for error in report.inputs.iter().filter_map(|i| i.error.as_deref()) {
