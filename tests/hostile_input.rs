@@ -273,3 +273,25 @@ fn affinity_columns_never_run_together() {
     let row = stdout.lines().find(|l| l.starts_with("GPU0 ")).unwrap();
     assert!(row.ends_with("74,76,78  0"), "{row}");
 }
+
+/// Every command's `--help` names the file that documents its JSON, and that
+/// file exists; `probe`'s summary no longer describes an early build.
+#[test]
+fn help_points_each_json_to_its_own_document() {
+    for (command, document) in [
+        ("nccl", "docs/nccl-report.md"),
+        ("diagnose", "docs/diagnose.md"),
+        ("cluster", "docs/cluster.md"),
+        ("probe", "docs/probe.md"),
+    ] {
+        let output = topo().args([command, "--help"]).output().unwrap();
+        let help = String::from_utf8(output.stdout).unwrap();
+        assert!(help.contains(document), "{command}: {help}");
+        assert!(Path::new(env!("CARGO_MANIFEST_DIR")).join(document).is_file(), "{document}");
+        for other in ["docs/nccl-report.md", "docs/diagnose.md", "docs/cluster.md"] {
+            assert!(other == document || !help.contains(other), "{command} names {other}");
+        }
+    }
+    let help = String::from_utf8(topo().arg("--help").output().unwrap().stdout).unwrap();
+    assert!(!help.contains("this build"), "{help}");
+}

@@ -21,6 +21,7 @@ pub(super) struct NcclArgs {
     /// same-host hop gets the hardware path between its two GPUs.
     #[arg(long, value_name = "FILE")]
     pub(super) from: Option<PathBuf>,
+    /// The JSON is documented in docs/nccl-report.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
 }
@@ -46,6 +47,7 @@ pub(super) struct DiagnoseArgs {
     /// Judge the log alone: do not probe this machine.
     #[arg(long, conflicts_with = "from")]
     pub(super) log_only: bool,
+    /// The JSON (the findings) is documented in docs/diagnose.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
     /// Exit 1 when a finding is at least this severe.

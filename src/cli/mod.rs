@@ -39,7 +39,7 @@ enum Command {
     Preflight(PreflightArgs),
     /// Make sense of many nodes' snapshots: hardware classes and the nodes that differ.
     Cluster(ClusterArgs),
-    /// Live probes on the GPUs (this build: the multi-node rendezvous check and the library search).
+    /// Measure this node's GPUs live: copies, P2P, NCCL collectives, the multi-node rendezvous (docs/probe.md).
     Probe(ProbeArgs),
     /// List the bundled example machines.
     Examples,
@@ -48,7 +48,7 @@ enum Command {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(super) enum ReportFormat {
     Plain,
-    /// The documented interface: docs/nccl-report.md.
+    /// The documented interface (the file is named in `--format`'s help).
     Json,
     Yaml,
 }

@@ -133,6 +133,7 @@ pub(super) struct ProbeArgs {
     /// A figure below this share of what its path should carry is a finding.
     #[arg(long, value_name = "RATIO", default_value = "0.75")]
     pub(super) threshold: f64,
+    /// The JSON is documented in docs/probe.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
     /// Also write this node's snapshot with the results (YAML, or JSON for
@@ -312,6 +313,7 @@ pub(super) struct ClusterArgs {
     /// Directories of snapshots (and one level of subdirectories), or files.
     #[arg(required = true, value_name = "DIR")]
     pub(super) inputs: Vec<PathBuf>,
+    /// The JSON is documented in docs/cluster.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
 }
