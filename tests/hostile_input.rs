@@ -295,3 +295,36 @@ fn help_points_each_json_to_its_own_document() {
     let help = String::from_utf8(topo().arg("--help").output().unwrap().stdout).unwrap();
     assert!(!help.contains("this build"), "{help}");
 }
+
+/// `snapshot -o FILE` replaces the file by renaming a finished one onto it (a
+/// new inode; the old one, which a concurrent reader may hold, is never
+/// half-written), and only the `%j/%h` pattern creates directories.
+#[test]
+fn snapshot_output_is_renamed_into_place_and_creates_no_stray_directories() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("node.yaml");
+    std::fs::write(&path, "old\n").unwrap();
+    let before = std::fs::metadata(&path).unwrap().ino();
+    let output = topo().args(["snapshot", "--example", "h100-sxm-8gpu", "-o"]).arg(&path).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_ne!(std::fs::metadata(&path).unwrap().ino(), before, "written in place");
+    assert!(std::fs::read_to_string(&path).unwrap().starts_with("schema_version:"));
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+
+    let stray = dir.path().join("missing/dir/x.yaml");
+    let output = topo().args(["snapshot", "--example", "h100-sxm-8gpu", "-o"]).arg(&stray).output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(!dir.path().join("missing").exists());
+
+    let pattern = dir.path().join("%j/%h.yaml");
+    let output = topo()
+        .env("SLURM_JOB_ID", "77")
+        .args(["snapshot", "--example", "h100-sxm-8gpu", "-o"])
+        .arg(&pattern)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(dir.path().join("77").is_dir());
+}
