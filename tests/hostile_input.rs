@@ -328,3 +328,26 @@ fn snapshot_output_is_renamed_into_place_and_creates_no_stray_directories() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(dir.path().join("77").is_dir());
 }
+
+/// A pasted matrix whose NUMA column holds no NUMA node number (here a real
+/// H100 dump, tests/fixtures/nvidia-smi-topo, edited by hand) is ignored with
+/// a warning (the NUMA node then comes from the GPUs beside it), never a silent
+/// wrong number.
+#[test]
+fn an_out_of_range_numa_in_pasted_text_is_ignored_with_a_warning() {
+    let text = std::fs::read_to_string(fixture("nvidia-smi-topo/h100x8-nv18-8nic-sglang.txt")).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let gpu0 = lines.iter_mut().find(|l| l.starts_with("GPU0")).unwrap();
+    assert!(gpu0.contains("0-47,96-143     0 "), "{gpu0}");
+    *gpu0 = gpu0.replacen("0-47,96-143     0 ", "0-47,96-143     7777777777 ", 1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("handmade-numa-out-of-range.txt");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let output = topo().args(["show", "--plain", "--from"]).arg(&path).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("GPU0: NUMA affinity 7777777777 is not a NUMA node"), "{}", stderr(&output));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let row = stdout.lines().find(|l| l.starts_with("GPU0 ")).unwrap();
+    // GPU0 shares its domain with GPU1-3, which print NUMA 0.
+    assert_eq!(row.split_whitespace().last(), Some("0"), "{row}");
+}

@@ -46,6 +46,9 @@ fn echo(token: &str) -> String {
 
 const MAX_ECHO_CHARS: usize = 200;
 
+/// The highest NUMA node number Linux allows (`CONFIG_NODES_SHIFT` 10).
+pub const MAX_NUMA_NODE: i32 = 1023;
+
 /// Reads the matrix; `name` is used in messages.
 pub fn parse(text: &str, name: &str) -> Result<SmiMatrix, SmiError> {
     if text.len() > MAX_SMI_BYTES {
@@ -202,8 +205,27 @@ pub fn to_topology(matrix: &SmiMatrix) -> (Topology, Vec<String>) {
         }
     }
     let mut used_ids = Vec::new();
+    let mut numa_warnings = Vec::new();
     for (d, domain) in domains.iter().enumerate() {
-        let printed: Option<i32> = domain.iter().find_map(|&i| matrix.numa_affinity[i].as_deref()?.parse().ok());
+        // A printed NUMA node that is no node number (7777777777, -5) is unknown, and said so.
+        let out_of_range: Vec<(usize, &str)> = domain
+            .iter()
+            .filter_map(|&i| Some((i, matrix.numa_affinity.get(i)?.as_deref()?)))
+            .filter(|(_, text)| *text != "N/A" && !text.parse::<i32>().is_ok_and(|n| (0..=MAX_NUMA_NODE).contains(&n)))
+            .collect();
+        for (i, text) in &out_of_range {
+            numa_warnings.push(format!(
+                "{}: NUMA affinity {} is not a NUMA node (0 to {MAX_NUMA_NODE}): ignored; the node is \
+                 told from the GPUs that share its domain, else unknown",
+                echo(&matrix.labels[*i]),
+                echo(text)
+            ));
+        }
+        let known_numa = out_of_range.len() < domain.len();
+        let printed: Option<i32> = domain
+            .iter()
+            .find_map(|&i| matrix.numa_affinity[i].as_deref()?.parse().ok())
+            .filter(|n| (0..=MAX_NUMA_NODE).contains(n));
         let id = match printed {
             Some(id) if !used_ids.contains(&id) => id,
             _ => (0..).find(|k| !used_ids.contains(k)).unwrap_or(d as i32),
@@ -230,7 +252,7 @@ pub fn to_topology(matrix: &SmiMatrix) -> (Topology, Vec<String>) {
                         _ => 0x020700,
                     }),
                     vendor: i.filter(|i| is_gpu(*i)).map(|_| topo_model::topology::NVIDIA_VENDOR),
-                    numa_node: Some(id),
+                    numa_node: known_numa.then_some(id),
                     local_cpus: i.and_then(|i| CpuSet::parse_list(matrix.cpu_affinity[i].as_deref()?).ok()),
                     ..PciDevice::default()
                 };
@@ -272,7 +294,7 @@ pub fn to_topology(matrix: &SmiMatrix) -> (Topology, Vec<String>) {
     topology.canonicalize();
 
     let rebuilt = topology.matrix();
-    let mut warnings = Vec::new();
+    let mut warnings = numa_warnings;
     for (i, row) in matrix.cells.iter().enumerate() {
         for (j, cell) in row.iter().enumerate() {
             let a = matrix.labels.get(i).map(String::as_str).unwrap_or("?");
