@@ -24,8 +24,11 @@ fn files(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<(String, String)>) {
     for skipped in &walked.skipped {
         crate::output::warn(skipped);
     }
-    let mut unreadable: Vec<(String, String)> =
-        walked.unreadable.iter().map(|(dir, e)| (dir.display().to_string(), format!("{}: {e}", dir.display()))).collect();
+    let mut unreadable: Vec<(String, String)> = walked
+        .unreadable
+        .iter()
+        .map(|(dir, e)| (dir.display().to_string(), format!("{}: {e}", dir.display())))
+        .collect();
     let (files, missing): (Vec<PathBuf>, Vec<PathBuf>) =
         walked.files.into_iter().partition(|p| p.as_os_str() == crate::input::STDIN || std::fs::metadata(p).is_ok());
     for path in missing {

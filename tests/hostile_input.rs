@@ -233,9 +233,11 @@ fn deep_nesting_is_refused_quickly() {
 #[test]
 fn escape_sequences_from_input_reach_no_terminal() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(fixture(SNAPSHOT))
-        .unwrap()
-        .replacen("hostname: coyote2", "hostname: \"coyote2\\e]0;owned\\a\\e[2J\"", 1);
+    let text = std::fs::read_to_string(fixture(SNAPSHOT)).unwrap().replacen(
+        "hostname: coyote2",
+        "hostname: \"coyote2\\e]0;owned\\a\\e[2J\"",
+        1,
+    );
     let path = dir.path().join("evil.yaml");
     std::fs::write(&path, text).unwrap();
     let output = topo().args(["show", "--plain", "--from"]).arg(&path).output().unwrap();

@@ -202,10 +202,7 @@ pub(super) fn write_snapshot(
     if is_pattern {
         std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
     } else if !parent.is_dir() {
-        anyhow::bail!(
-            "{}: no such directory (only a %j/%h pattern creates directories)",
-            parent.display()
-        );
+        anyhow::bail!("{}: no such directory (only a %j/%h pattern creates directories)", parent.display());
     }
     write_atomically(&path, snapshot_text(snapshot, format).as_bytes())
 }

@@ -121,7 +121,11 @@ impl Expectations {
             return Err(malformed(format!("nested deeper than {MAX_NESTING} levels; refused")));
         }
         let expectations: Expectations = serde_yaml::from_str(&text).map_err(|e| malformed(e.to_string()))?;
-        expectations.validate().map_err(|(field, message)| ExpectationsError::Invalid { path: name, field, message })?;
+        expectations.validate().map_err(|(field, message)| ExpectationsError::Invalid {
+            path: name,
+            field,
+            message,
+        })?;
         Ok(expectations)
     }
 

@@ -46,8 +46,11 @@ pub fn import_file(path: &Path) -> Result<Imported, XmlError> {
     }
     // The reported size is not trusted (`/dev/zero` reports 0): read at most one byte past the limit.
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::open(path).map_err(io)?, MAX_XML_BYTES + 1), &mut bytes)
-        .map_err(io)?;
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path).map_err(io)?, MAX_XML_BYTES + 1),
+        &mut bytes,
+    )
+    .map_err(io)?;
     if bytes.len() as u64 > MAX_XML_BYTES {
         return Err(XmlError::TooLarge { path: name, size: bytes.len() as u64 });
     }
@@ -406,7 +409,13 @@ mod shape_limits {
         let started = std::time::Instant::now();
         assert!(matches!(import(&text, "x"), Err(XmlError::OverLimit { .. })));
         let gpus: String = (0..4000)
-            .map(|i| format!("<pci busid=\"0000:{:02x}:{:02x}.0\"><gpu dev=\"{i}\" sm=\"90\" rank=\"{i}\"/></pci>", i / 32, i % 32))
+            .map(|i| {
+                format!(
+                    "<pci busid=\"0000:{:02x}:{:02x}.0\"><gpu dev=\"{i}\" sm=\"90\" rank=\"{i}\"/></pci>",
+                    i / 32,
+                    i % 32
+                )
+            })
             .collect();
         let text = format!("<system version=\"1\"><cpu numaid=\"0\">{gpus}</cpu></system>");
         let error = import(&text, "x").unwrap_err().to_string();
