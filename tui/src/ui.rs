@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::app::{App, Screen};
 use crate::style;
@@ -47,7 +47,8 @@ fn draw_screen(frame: &mut Frame, app: &mut App) {
             "terminal too small: {}x{}, topo needs {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
             area.width, area.height
         );
-        frame.render_widget(Paragraph::new(text), area);
+        // Wrapped: the message is longer than the narrow terminals it is for.
+        frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
         return;
     }
     let [tabs, body, footer] =
@@ -110,9 +111,32 @@ const HELP: &[(&str, &str)] = &[
     ("mouse", "click a tab, a matrix cell or a row; wheel scrolls"),
 ];
 
+/// The help box: as wide as its longest line or the terminal, each line
+/// wrapped under its description when narrower (never cut off at 80 columns).
 fn draw_help(frame: &mut Frame, area: Rect) {
-    let lines: Vec<Line> = HELP.iter().map(|(keys, what)| Line::raw(format!("{keys:<18} {what}"))).collect();
-    let width = 84.min(area.width);
+    const KEYS: usize = 18;
+    let longest = HELP.iter().map(|(_, what)| KEYS + 1 + what.chars().count()).max().unwrap_or(0) as u16;
+    let width = (longest + 2).min(area.width);
+    let room = usize::from(width.saturating_sub(2)).saturating_sub(KEYS + 1).max(10);
+    let mut lines: Vec<Line> = Vec::new();
+    for (keys, what) in HELP {
+        let mut row = String::new();
+        let mut first = true;
+        for word in what.split(' ') {
+            if !row.is_empty() && row.chars().count() + 1 + word.chars().count() > room {
+                let lead = if first { *keys } else { "" };
+                lines.push(Line::raw(format!("{lead:<KEYS$} {row}")));
+                row.clear();
+                first = false;
+            }
+            if !row.is_empty() {
+                row.push(' ');
+            }
+            row.push_str(word);
+        }
+        let lead = if first { *keys } else { "" };
+        lines.push(Line::raw(format!("{lead:<KEYS$} {row}")));
+    }
     let height = (lines.len() as u16 + 2).min(area.height);
     let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
     let [popup] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);
