@@ -429,3 +429,25 @@ mod shape_limits {
         }
     }
 }
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use super::*;
+
+    /// Inputs the `nccl_xml` fuzz target found (fuzz/regressions/nccl_xml/):
+    /// whatever imports survives export and re-import unchanged. The first was
+    /// an NVLink to a "GPU" whose PCI entry is a host bridge: exported with the
+    /// bridge's class, it came back as an NVSwitch.
+    #[test]
+    fn fuzz_found_inputs_round_trip() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/nccl_xml");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            if let Ok(first) = import(&text, "fuzz") {
+                let second = import(&crate::nccl_xml::to_xml(&first.topology), "export").unwrap();
+                assert_eq!(first.topology, second.topology, "{}", path.display());
+            }
+        }
+    }
+}
