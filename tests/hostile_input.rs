@@ -353,3 +353,16 @@ fn an_out_of_range_numa_in_pasted_text_is_ignored_with_a_warning() {
     // GPU0 shares its domain with GPU1-3, which print NUMA 0.
     assert_eq!(row.split_whitespace().last(), Some("0"), "{row}");
 }
+
+/// An error never echoes a whole line of the input: a pasted matrix whose row
+/// is one 2 MB token (it was echoed whole) is quoted by its first characters.
+#[test]
+fn an_error_quotes_at_most_the_start_of_a_huge_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("handmade-one-huge-row.txt");
+    std::fs::write(&path, format!("        GPU0    CPU Affinity\n{}\n", "Y".repeat(2_000_000))).unwrap();
+    let output = topo().args(["show", "--plain", "--from"]).arg(&path).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("expected the GPU0 row"), "{}", &stderr(&output)[..300.min(stderr(&output).len())]);
+    assert!(output.stderr.len() < 1000, "{} bytes of error", output.stderr.len());
+}
