@@ -16,33 +16,31 @@ fn is_snapshot_name(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
 }
 
-/// The files under `dirs` (one level of subdirectories, as `%j/%h` makes),
-/// in name order.
-fn files(dirs: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for dir in dirs {
-        if dir.is_file() {
-            out.push(dir.clone());
-            continue;
-        }
-        let entries = std::fs::read_dir(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                out.extend(
-                    std::fs::read_dir(&path).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_file()),
-                );
-            } else {
-                out.push(path);
-            }
-        }
+/// The files under `inputs` (one level of subdirectories, as `%j/%h` makes),
+/// in name order, each once however often it is reached; directories that
+/// cannot be listed are named as unreadable, and the rest are still read.
+fn files(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<(String, String)>) {
+    let walked = crate::input::walk(inputs, Some(1));
+    for skipped in &walked.skipped {
+        crate::output::warn(skipped);
     }
-    out.sort();
-    Ok(out)
+    let mut unreadable: Vec<(String, String)> = walked
+        .unreadable
+        .iter()
+        .map(|(dir, e)| (dir.display().to_string(), format!("{}: {e}", dir.display())))
+        .collect();
+    let (files, missing): (Vec<PathBuf>, Vec<PathBuf>) =
+        walked.files.into_iter().partition(|p| p.as_os_str() == crate::input::STDIN || std::fs::metadata(p).is_ok());
+    for path in missing {
+        let why = std::fs::metadata(&path).err().map_or_else(String::new, |e| e.to_string());
+        unreadable.push((path.display().to_string(), format!("{}: {why}", path.display())));
+    }
+    (files, unreadable)
 }
 
 enum Read {
-    Node(Box<NodeFacts>),
+    /// A node, with its host name and a hash of its content (to find copies).
+    Node(Box<NodeFacts>, (String, u64)),
     Unreadable(String, String),
     Foreign(String),
 }
@@ -52,23 +50,40 @@ fn read_one(path: &Path) -> Read {
     if !is_snapshot_name(path) {
         return Read::Foreign(name);
     }
-    match Snapshot::load(path) {
+    let loaded = crate::input::read_bounded(path, topo_model::snapshot::MAX_SNAPSHOT_BYTES)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| String::from_utf8(bytes).map_err(|_| format!("{name}: not UTF-8 text")))
+        .map(|text| (Snapshot::from_text(&text, &name), content_hash(&text)));
+    let (parsed, hash) = match loaded {
+        Ok(pair) => pair,
+        Err(why) => return Read::Unreadable(name, why),
+    };
+    match parsed {
         Ok(snapshot) => {
             let findings: Vec<String> = crate::checks::hardware(&snapshot)
                 .into_iter()
                 .filter(|f| f.severity >= Severity::Warning)
                 .map(|f| f.code)
                 .collect();
-            Read::Node(Box::new(NodeFacts::from_snapshot(&snapshot, &name, &findings)))
+            let host = snapshot.host.hostname.clone().unwrap_or_default();
+            Read::Node(Box::new(NodeFacts::from_snapshot(&snapshot, &name, &findings)), (host, hash))
         }
         Err(SnapshotError::NotASnapshot { .. }) => Read::Foreign(name),
         Err(e) => Read::Unreadable(name, e.to_string()),
     }
 }
 
+/// A hash of a snapshot's text, to tell copies of one file.
+fn content_hash(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Reads and analyses every snapshot under `dirs`.
 pub fn load(dirs: &[PathBuf]) -> anyhow::Result<ClusterReport> {
-    let files = files(dirs)?;
+    let (files, unreadable_dirs) = files(dirs);
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len().max(1));
     let next = Mutex::new(0usize);
     let results: Vec<Vec<(usize, Read)>> = std::thread::scope(|scope| {
@@ -94,10 +109,22 @@ pub fn load(dirs: &[PathBuf]) -> anyhow::Result<ClusterReport> {
     });
     let mut all: Vec<(usize, Read)> = results.into_iter().flatten().collect();
     all.sort_by_key(|(i, _)| *i);
-    let (mut nodes, mut unreadable, mut foreign) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut nodes, mut unreadable, mut foreign) = (Vec::new(), unreadable_dirs, Vec::new());
+    let mut copies: std::collections::HashMap<(String, u64), String> = std::collections::HashMap::new();
     for (_, read) in all {
         match read {
-            Read::Node(node) => nodes.push(*node),
+            Read::Node(node, key) => {
+                // Two files with the same host and the same content are one node saved twice.
+                if let Some(first) = copies.get(&key) {
+                    crate::output::warn(&format!(
+                        "{}: the same snapshot as {first} (host {:?}): counted once",
+                        node.file, node.host
+                    ));
+                    continue;
+                }
+                copies.insert(key, node.file.clone());
+                nodes.push(*node)
+            }
             Read::Unreadable(file, why) => unreadable.push((file, why)),
             Read::Foreign(file) => foreign.push(file),
         }

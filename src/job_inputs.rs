@@ -89,10 +89,14 @@ pub fn ras_reports(paths: &[PathBuf]) -> Vec<Result<topo_model::ras::RasStatus, 
 }
 
 /// The regular files below a directory, walked as every input is
-/// (`sources::expand`: once per inode, no symlinked directories, special
+/// (`input::walk`: once per inode, no symlinked directories, special
 /// files skipped with a warning: opening a FIFO would block).
 fn files_under(dir: &Path) -> Vec<PathBuf> {
-    crate::sources::expand(&[dir.to_path_buf()])
+    let walked = crate::input::walk(&[dir.to_path_buf()], None);
+    for skipped in &walked.skipped {
+        crate::output::warn(skipped);
+    }
+    walked.files
 }
 
 /// The world's rank table from the log: the communicator with the most ranks

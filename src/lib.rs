@@ -10,6 +10,7 @@ pub mod cli;
 pub mod cluster;
 pub mod diagnose;
 pub mod examples;
+pub mod input;
 pub mod job_inputs;
 pub mod output;
 pub mod preflight;

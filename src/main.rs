@@ -14,7 +14,7 @@ fn main() -> ExitCode {
                 // `topo show | head`: the reader left; that is not a failure.
                 return ExitCode::SUCCESS;
             }
-            eprintln!("topo: error: {error:#}");
+            output::error(&format!("{error:#}"));
             ExitCode::from(2)
         }
     }

@@ -1,14 +1,16 @@
 //! Turning what the user pointed at (this machine, a sysfs capture, a file, an
 //! example) into one Snapshot.
 
+use std::io::Read;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use topo_model::{HostInfo, Snapshot, Source};
 use topo_parsers::nccl_xml;
 use topo_probes::sysfs;
 
 use crate::examples::{self, ExampleFormat};
+use crate::input;
 
 /// Where `show` and `snapshot` take the machine from.
 pub enum Origin<'a> {
@@ -84,110 +86,114 @@ pub fn attach_nvml(
     }
 }
 
-/// A file is NCCL topology XML if it starts with `<` (after blanks),
-/// `nvidia-smi topo -m` text if its first line is the matrix header, else a
-/// snapshot in YAML or JSON. Read once, with a limit (a FIFO or `/dev/stdin`
-/// can be read only once; `/dev/zero` reports size 0 and never ends).
+/// The most a machine description named by `--from` may hold: the largest of
+/// the formats' own limits (snapshot 256 MiB, XML 64 MiB, `nvidia-smi` 4 MiB),
+/// each checked again once the format is known.
+pub const MAX_MACHINE_BYTES: u64 = topo_model::snapshot::MAX_SNAPSHOT_BYTES;
+
+/// Reads `path` once, bounded, and tells what it is from the bytes read:
+/// `show --from /dev/stdin`, `--from -` and FIFOs work, and `/dev/zero` is
+/// refused at the limit.
 fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
     if path.is_dir() {
         bail!("{}: is a directory; give an NCCL topology XML file or a snapshot", path.display());
     }
-    let name = path.display().to_string();
-    let bytes = topo_model::bounded::read_capped(path, topo_model::snapshot::MAX_SNAPSHOT_BYTES)
-        .with_context(|| name.clone())?
-        .with_context(|| {
-            format!(
-                "{name}: larger than any machine description ({} bytes at most)",
-                topo_model::snapshot::MAX_SNAPSHOT_BYTES
-            )
-        })?;
-    machine_from_bytes(&name, &bytes)
+    let bytes = input::read_bounded(path, MAX_MACHINE_BYTES)?;
+    load_bytes(&bytes, &path.display().to_string())
 }
 
-/// A machine description from its bytes (already read): `nvidia-smi topo -m`
-/// text, NCCL topology XML, or a snapshot.
-pub fn machine_from_bytes(name: &str, bytes: &[u8]) -> anyhow::Result<Snapshot> {
-    let name = name.to_string();
-    let xml = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
-    if let Err(e) = std::str::from_utf8(bytes)
-        && !xml
-    {
-        bail!("{name}: not UTF-8 text (invalid byte at offset {})", e.valid_up_to());
-    }
-    let text = String::from_utf8_lossy(bytes);
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    if first.starts_with(char::is_whitespace) && first.split_whitespace().next() == Some("GPU0") {
-        let matrix = topo_parsers::nvidia_smi::parse(&text, &name)?;
+/// A machine description from its bytes: NCCL topology XML if it starts with
+/// `<` (after blanks), `nvidia-smi topo -m` text if its first line is the
+/// matrix header, else a snapshot in YAML or JSON. An NCCL log is named as one.
+pub fn load_bytes(bytes: &[u8], name: &str) -> anyhow::Result<Snapshot> {
+    let head = &bytes[..bytes.len().min(4096)];
+    let looks_like_xml = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<');
+    let looks_like_smi = String::from_utf8_lossy(head)
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(|l| l.starts_with(char::is_whitespace) && l.split_whitespace().next() == Some("GPU0"));
+    if looks_like_smi {
+        let text = String::from_utf8_lossy(bytes);
+        let matrix = topo_parsers::nvidia_smi::parse(&text, name)?;
         let (topology, warnings) = topo_parsers::nvidia_smi::to_topology(&matrix);
-        return Ok(Snapshot::new(Source::NvidiaSmiText { path: name }, HostInfo::default(), topology, warnings));
+        let source = Source::NvidiaSmiText { path: name.to_string() };
+        return Ok(Snapshot::new(source, HostInfo::default(), topology, warnings));
     }
-    if first.trim_start().starts_with('<') {
-        let imported = nccl_xml::import(&text, &name)?;
-        let source = Source::NcclXml { path: name };
+    if looks_like_xml {
+        if bytes.len() as u64 > nccl_xml::MAX_XML_BYTES {
+            bail!("{name}: larger than any NCCL topology file ({} bytes at most)", nccl_xml::MAX_XML_BYTES);
+        }
+        let imported = nccl_xml::import(&String::from_utf8_lossy(bytes), name)?;
+        let source = Source::NcclXml { path: name.to_string() };
         return Ok(Snapshot::new(source, HostInfo::default(), imported.topology, imported.warnings));
     }
-    if looks_like_nccl_log(&text) {
+    if looks_like_nccl_log(head) {
         bail!(
-            "{name}: this is an NCCL log, not a machine description: read it with `topo nccl {name}` or \
-             `topo show --nccl-log {name}`"
+            "{name}: this is an NCCL log, not a machine description; read it with `topo nccl {name}`, or give it to \
+             `topo show --nccl-log`"
         );
     }
-    Ok(Snapshot::from_text(&text, &name)?)
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!("{name}: not a snapshot: not UTF-8 text (invalid byte at offset {})", e.valid_up_to())
+    })?;
+    Ok(Snapshot::from_text(text, name)?)
 }
 
-/// Whether text is NCCL debug output (for a clearer error than a YAML one).
-fn looks_like_nccl_log(text: &str) -> bool {
-    text.lines()
-        .take(200)
-        .any(|l| l.contains(" NCCL INFO ") || l.contains(" NCCL WARN ") || l.starts_with("NCCL version "))
+/// Whether the first bytes hold an NCCL log line (`NCCL INFO`, `NCCL WARN`).
+fn looks_like_nccl_log(head: &[u8]) -> bool {
+    String::from_utf8_lossy(head).lines().take(20).any(|l| l.contains(" NCCL INFO") || l.contains(" NCCL WARN"))
 }
 
-/// Reads NCCL logs: files (plain or gzip), directories of them (walked in name
-/// order, as `NCCL_DEBUG_FILE=nccl.%h.%p` leaves them) and `-` for stdin. An
-/// input that cannot be read is reported in the summary and skipped; the others
-/// are still read.
-pub fn nccl_report(inputs: &[std::path::PathBuf]) -> topo_model::nccl::NcclReport {
-    read_nccl_inputs(inputs, false).0
+/// What reading the logs found: the report, and the first machine description
+/// (snapshot or topology XML) found among them, when asked to look for one.
+pub struct LogInputs {
+    pub report: topo_model::nccl::NcclReport,
+    pub machine: Option<anyhow::Result<Snapshot>>,
 }
 
-/// A machine description found among the logs: its name and bytes.
-pub type MachineFile = (String, Vec<u8>);
-
-/// As [`nccl_report`]; with `take_machine`, a snapshot or NCCL topology file
-/// among the inputs is returned instead of being read as a log. Every input is
-/// opened and read once: what is sniffed is kept and read again from memory,
-/// so standard input, pipes and FIFOs lose nothing.
-pub fn read_nccl_inputs(
-    inputs: &[std::path::PathBuf],
-    take_machine: bool,
-) -> (topo_model::nccl::NcclReport, Option<MachineFile>) {
+/// Reads NCCL logs: files (plain or gzip), directories of them (walked once,
+/// in name order, as `NCCL_DEBUG_FILE=nccl.%h.%p` leaves them), FIFOs and `-`
+/// for stdin, each opened and read once. An input that cannot be read is
+/// reported in the summary and skipped; the others are still read. With
+/// `find_machine`, an input whose first line says it is a snapshot or NCCL
+/// topology XML is taken as the machine instead of a log.
+pub fn read_logs(inputs: &[std::path::PathBuf], find_machine: bool) -> LogInputs {
     use topo_parsers::nccl_log::{LogParser, read_stream};
+    let walked = input::walk(inputs, None);
+    for skipped in &walked.skipped {
+        crate::output::warn(skipped);
+    }
     let mut parser = LogParser::new();
     let mut summaries = Vec::new();
     let mut machine = None;
-    for path in expand(inputs) {
+    for (dir, why) in &walked.unreadable {
+        summaries.push(topo_model::nccl::InputSummary {
+            name: dir.display().to_string(),
+            lines: 0,
+            nccl_lines: 0,
+            error: Some(format!("{}: {why}", dir.display())),
+        });
+    }
+    for path in &walked.files {
         let name = path.display().to_string();
         let (before, nccl_before) = (parser.lines_read(), parser.nccl_lines_read());
-        let error = match open_input(&path) {
-            Err(e) => Some(format!("{name}: {e}")),
-            Ok(mut stream) => match read_head(&mut stream) {
-                Err(e) => Some(format!("{name}: {e}")),
-                Ok(head) if take_machine && machine.is_none() && is_machine_text(&head) => {
-                    let mut bytes = head;
-                    let limit = topo_model::snapshot::MAX_SNAPSHOT_BYTES;
-                    match std::io::Read::read_to_end(&mut std::io::Read::take(stream, limit), &mut bytes) {
-                        Ok(_) => {
-                            machine = Some((name, bytes));
-                            continue;
-                        }
-                        Err(e) => Some(format!("{name}: {e}")),
-                    }
-                }
-                Ok(head) => {
-                    let reader = std::io::Read::chain(std::io::Cursor::new(head), stream);
-                    read_stream(&name, reader, &mut parser).err().map(|e| e.to_string())
-                }
-            },
+        let read = (|| -> anyhow::Result<bool> {
+            let mut stream = input::open(path)?;
+            let head = read_head(&mut stream).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            if find_machine && machine.is_none() && is_machine_description(&head) {
+                let chained = std::io::Cursor::new(head).chain(stream);
+                let bytes = input::read_stream_bounded(chained, &name, MAX_MACHINE_BYTES)?;
+                machine = Some(load_bytes(&bytes, &name));
+                return Ok(true);
+            }
+            read_stream(&name, std::io::Cursor::new(head).chain(stream), &mut parser)?;
+            Ok(false)
+        })();
+        let error = match read {
+            // A machine description is no log: not listed among the inputs.
+            Ok(true) => continue,
+            Ok(false) => None,
+            Err(e) => Some(format!("{e:#}")),
         };
         summaries.push(topo_model::nccl::InputSummary {
             name,
@@ -198,110 +204,42 @@ pub fn read_nccl_inputs(
     }
     let mut report = parser.finish();
     report.inputs = summaries;
-    (report, machine)
+    LogInputs { report, machine }
 }
 
-/// `-` is standard input; anything else is opened as it is (a named FIFO is
-/// read once as a stream).
-fn open_input(path: &Path) -> std::io::Result<Box<dyn std::io::Read>> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::stdin()));
-    }
-    if path.is_dir() {
-        return Err(std::io::Error::other("is a directory"));
-    }
-    Ok(Box::new(std::fs::File::open(path)?))
+/// Reads NCCL logs as [`read_logs`] does, every input taken as a log.
+pub fn nccl_report(inputs: &[std::path::PathBuf]) -> topo_model::nccl::NcclReport {
+    read_logs(inputs, false).report
 }
 
-/// The first bytes of a stream (up to 4 KiB, or its first non-blank line),
-/// enough to tell a log from a machine description.
-fn read_head(stream: &mut Box<dyn std::io::Read>) -> std::io::Result<Vec<u8>> {
-    const HEAD: usize = 4096;
-    let mut head = Vec::with_capacity(HEAD);
-    let mut chunk = [0u8; HEAD];
-    while head.len() < HEAD {
-        let read = match stream.read(&mut chunk[..HEAD - head.len()]) {
+/// The first bytes of a stream, enough to see its first non-blank line (or
+/// gzip's magic): up to 4 KiB, read until a line ends or the stream does.
+fn read_head(stream: &mut impl std::io::Read) -> std::io::Result<Vec<u8>> {
+    let mut head = vec![0u8; 4096];
+    let mut filled = 0;
+    while filled < head.len() {
+        let read = match stream.read(&mut head[filled..]) {
             Ok(0) => break,
-            Ok(n) => n,
+            Ok(read) => read,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        head.extend_from_slice(&chunk[..read]);
-        let text = String::from_utf8_lossy(&head);
-        if text.lines().any(|l| !l.trim().is_empty()) && text.trim_start().contains('\n') {
+        filled += read;
+        let seen = &head[..filled];
+        let a_line_with_text = seen.split(|b| *b == b'\n').rev().skip(1).any(|l| !l.trim_ascii().is_empty());
+        if seen.starts_with(&[0x1f, 0x8b]) || a_line_with_text {
             break;
         }
     }
+    head.truncate(filled);
     Ok(head)
 }
 
-/// Whether the first non-blank line is that of a topo snapshot or an NCCL
-/// topology XML.
-fn is_machine_text(head: &[u8]) -> bool {
+/// Whether a stream's first bytes say it is a machine description (a topo
+/// snapshot or an NCCL topology XML) rather than a log: its first line says so.
+pub fn is_machine_description(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim_start();
+    let Some(first) = text.lines().find(|l| !l.trim().is_empty()) else { return false };
+    let first = first.trim_start();
     first.starts_with("schema_version:") || first.starts_with("<system") || first.starts_with("{\"schema_version\"")
-}
-
-/// Directories become the regular files below them, sorted; other paths stay
-/// as given (so a missing one is reported by the reader, and an explicitly
-/// named FIFO is read as a stream). Each directory is walked once (by device
-/// and inode), symlinked directories are not followed (a `ln -s . loop` would
-/// never end), and special files inside (FIFOs, sockets, devices) are skipped
-/// with a warning: opening one can block for ever.
-pub fn expand(inputs: &[std::path::PathBuf]) -> Vec<std::path::PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-    let mut out = Vec::new();
-    let mut seen_files = std::collections::HashSet::new();
-    for input in inputs {
-        if !input.is_dir() {
-            out.push(input.clone());
-            continue;
-        }
-        let mut visited = std::collections::HashSet::new();
-        let mut stack = vec![input.clone()];
-        let mut files = Vec::new();
-        while let Some(dir) = stack.pop() {
-            let Ok(meta) = std::fs::metadata(&dir) else { continue };
-            if !visited.insert((meta.dev(), meta.ino())) {
-                continue;
-            }
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                files.push(dir);
-                continue;
-            };
-            // Real files before symlinks to them, so a file reached both ways is
-            // listed under its own name.
-            let mut entries: Vec<(bool, std::path::PathBuf)> =
-                entries.flatten().map(|e| (e.file_type().is_ok_and(|t| t.is_symlink()), e.path())).collect();
-            entries.sort();
-            for (_, path) in entries {
-                let Ok(own) = std::fs::symlink_metadata(&path) else { continue };
-                if own.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                // A symlink counts for what it points at; a symlinked directory is not walked.
-                let target = if own.file_type().is_symlink() { std::fs::metadata(&path).ok() } else { Some(own) };
-                match target {
-                    Some(meta) if meta.is_file() => {
-                        if seen_files.insert((meta.dev(), meta.ino())) {
-                            files.push(path);
-                        }
-                    }
-                    Some(meta) if meta.is_dir() => {
-                        crate::output::warn(&format!("{}: a symlinked directory, not followed", path.display()))
-                    }
-                    Some(_) => crate::output::warn(&format!(
-                        "{}: not a regular file (FIFO, socket or device), skipped",
-                        path.display()
-                    )),
-                    None => crate::output::warn(&format!("{}: a broken symlink, skipped", path.display())),
-                }
-            }
-        }
-        files.sort();
-        out.extend(files);
-    }
-    out
 }

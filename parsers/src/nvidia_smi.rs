@@ -27,10 +27,33 @@ pub enum SmiError {
     NoHeader { name: String },
     #[error("{name}:{line}: {message}")]
     Malformed { name: String, line: usize, message: String },
+    #[error("{name}: {size} bytes is larger than any `nvidia-smi topo -m` output ({MAX_SMI_BYTES} bytes at most)")]
+    TooLarge { name: String, size: usize },
 }
+
+/// Text above this is refused before parsing: a 64-GPU, 32-NIC matrix is
+/// under 64 KiB.
+pub const MAX_SMI_BYTES: usize = 4 * 1024 * 1024;
+
+/// A token from the input as an error message shows it: its first
+/// [`MAX_ECHO_CHARS`] characters, so a crafted line is never echoed whole.
+fn echo(token: &str) -> String {
+    match token.char_indices().nth(MAX_ECHO_CHARS) {
+        Some((cut, _)) => format!("{}... ({} bytes)", &token[..cut], token.len()),
+        None => token.to_string(),
+    }
+}
+
+const MAX_ECHO_CHARS: usize = 200;
+
+/// The highest NUMA node number Linux allows (`CONFIG_NODES_SHIFT` 10).
+pub const MAX_NUMA_NODE: i32 = 1023;
 
 /// Reads the matrix; `name` is used in messages.
 pub fn parse(text: &str, name: &str) -> Result<SmiMatrix, SmiError> {
+    if text.len() > MAX_SMI_BYTES {
+        return Err(SmiError::TooLarge { name: name.to_string(), size: text.len() });
+    }
     let lines: Vec<&str> = text.lines().collect();
     let header_at = lines
         .iter()
@@ -52,18 +75,18 @@ pub fn parse(text: &str, name: &str) -> Result<SmiMatrix, SmiError> {
     let mut row_lines = lines.iter().enumerate().skip(header_at + 1).filter(|(_, l)| !l.trim().is_empty());
     for label in &labels {
         let (number, line) =
-            row_lines.next().ok_or_else(|| malformed(lines.len(), format!("missing the {label} row")))?;
+            row_lines.next().ok_or_else(|| malformed(lines.len(), format!("missing the {} row", echo(label))))?;
         let tokens: Vec<&str> = line.split_whitespace().collect();
         if tokens.first() != Some(&label.as_str()) {
             return Err(malformed(
                 number,
-                format!("expected the {label} row, found {:?}", tokens.first().unwrap_or(&"")),
+                format!("expected the {} row, found {:?}", echo(label), echo(tokens.first().unwrap_or(&""))),
             ));
         }
         let row: Option<Vec<SmiClass>> = tokens.iter().skip(1).take(labels.len()).map(|t| SmiClass::parse(t)).collect();
         let row = row
             .filter(|r| r.len() == labels.len())
-            .ok_or_else(|| malformed(number, format!("{label}: expected {} matrix cells", labels.len())))?;
+            .ok_or_else(|| malformed(number, format!("{}: expected {} matrix cells", echo(label), labels.len())))?;
         cells.push(row);
         let mut extra = tokens.iter().skip(1 + labels.len());
         cpu_affinity.push(if has_cpu { extra.next().map(|s| s.to_string()) } else { None });
@@ -71,7 +94,7 @@ pub fn parse(text: &str, name: &str) -> Result<SmiMatrix, SmiError> {
     }
     for (i, row) in cells.iter().enumerate() {
         if row.get(i) != Some(&SmiClass::Same) {
-            return Err(malformed(header_at + 1 + i, format!("{}: the diagonal is not X", labels[i])));
+            return Err(malformed(header_at + 1 + i, format!("{}: the diagonal is not X", echo(&labels[i]))));
         }
     }
     let nic_names = lines
@@ -182,8 +205,27 @@ pub fn to_topology(matrix: &SmiMatrix) -> (Topology, Vec<String>) {
         }
     }
     let mut used_ids = Vec::new();
+    let mut numa_warnings = Vec::new();
     for (d, domain) in domains.iter().enumerate() {
-        let printed: Option<i32> = domain.iter().find_map(|&i| matrix.numa_affinity[i].as_deref()?.parse().ok());
+        // A printed NUMA node that is no node number (7777777777, -5) is unknown, and said so.
+        let out_of_range: Vec<(usize, &str)> = domain
+            .iter()
+            .filter_map(|&i| Some((i, matrix.numa_affinity.get(i)?.as_deref()?)))
+            .filter(|(_, text)| *text != "N/A" && !text.parse::<i32>().is_ok_and(|n| (0..=MAX_NUMA_NODE).contains(&n)))
+            .collect();
+        for (i, text) in &out_of_range {
+            numa_warnings.push(format!(
+                "{}: NUMA affinity {} is not a NUMA node (0 to {MAX_NUMA_NODE}): ignored; the node is \
+                 told from the GPUs that share its domain, else unknown",
+                echo(&matrix.labels[*i]),
+                echo(text)
+            ));
+        }
+        let known_numa = out_of_range.len() < domain.len();
+        let printed: Option<i32> = domain
+            .iter()
+            .find_map(|&i| matrix.numa_affinity[i].as_deref()?.parse().ok())
+            .filter(|n| (0..=MAX_NUMA_NODE).contains(n));
         let id = match printed {
             Some(id) if !used_ids.contains(&id) => id,
             _ => (0..).find(|k| !used_ids.contains(k)).unwrap_or(d as i32),
@@ -210,7 +252,7 @@ pub fn to_topology(matrix: &SmiMatrix) -> (Topology, Vec<String>) {
                         _ => 0x020700,
                     }),
                     vendor: i.filter(|i| is_gpu(*i)).map(|_| topo_model::topology::NVIDIA_VENDOR),
-                    numa_node: Some(id),
+                    numa_node: known_numa.then_some(id),
                     local_cpus: i.and_then(|i| CpuSet::parse_list(matrix.cpu_affinity[i].as_deref()?).ok()),
                     ..PciDevice::default()
                 };
@@ -252,7 +294,7 @@ pub fn to_topology(matrix: &SmiMatrix) -> (Topology, Vec<String>) {
     topology.canonicalize();
 
     let rebuilt = topology.matrix();
-    let mut warnings = Vec::new();
+    let mut warnings = numa_warnings;
     for (i, row) in matrix.cells.iter().enumerate() {
         for (j, cell) in row.iter().enumerate() {
             let a = matrix.labels.get(i).map(String::as_str).unwrap_or("?");

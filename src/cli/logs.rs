@@ -21,6 +21,7 @@ pub(super) struct NcclArgs {
     /// same-host hop gets the hardware path between its two GPUs.
     #[arg(long, value_name = "FILE")]
     pub(super) from: Option<PathBuf>,
+    /// The JSON is documented in docs/nccl-report.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
 }
@@ -46,6 +47,7 @@ pub(super) struct DiagnoseArgs {
     /// Judge the log alone: do not probe this machine.
     #[arg(long, conflicts_with = "from")]
     pub(super) log_only: bool,
+    /// The JSON (the findings) is documented in docs/diagnose.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
     /// Exit 1 when a finding is at least this severe.
@@ -56,13 +58,14 @@ pub(super) struct DiagnoseArgs {
 pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     // Flight Recorder dumps, RAS and Inspector output are told apart by content;
     // a snapshot or topology file among the logs describes the machine, as
-    // `--from` does: told by its first line, from the bytes already read.
+    // `--from` does; each input is opened and read once (a pipe or FIFO is told
+    // from its first bytes).
     let crate::job_inputs::JobInputs { dumps, ras, inspector, rest: inputs } = crate::job_inputs::split(&args.inputs);
-    let (mut report, found) = sources::read_nccl_inputs(&inputs, args.from.is_none());
-    let machine = match (&args.from, found) {
-        (Some(path), _) => Some(sources::load(Origin::File(path))?),
-        (None, Some((name, bytes))) => Some(sources::machine_from_bytes(&name, &bytes)?),
-        (None, None) => None,
+    let given = args.from.as_deref().map(|path| sources::load(Origin::File(path))).transpose()?;
+    let sources::LogInputs { mut report, machine: found } = sources::read_logs(&inputs, given.is_none());
+    let machine = match given {
+        Some(machine) => Some(machine),
+        None => found.transpose()?,
     };
     let any_logs = !report.inputs.is_empty();
     if let Some(snapshot) = &machine {
@@ -73,7 +76,7 @@ pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
     }
     let failed: Vec<&topo_model::nccl::InputSummary> = report.inputs.iter().filter(|i| i.error.is_some()).collect();
     for input in &failed {
-        eprintln!("topo: error: {}", input.error.as_deref().unwrap_or_default());
+        output::error(input.error.as_deref().unwrap_or_default());
     }
     if !report.inputs.is_empty() && no_nccl_output(&report) {
         return Ok(ExitCode::from(2));
@@ -139,7 +142,7 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let (inspector, mut inspector_errors) = crate::job_inputs::inspector_records(&inspector);
     failed.append(&mut inspector_errors);
     for error in &failed {
-        eprintln!("topo: error: {error}");
+        output::error(error);
     }
     if !logs.is_empty() && no_nccl_output(&report) {
         return Ok(ExitCode::from(2));

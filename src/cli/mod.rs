@@ -39,7 +39,7 @@ enum Command {
     Preflight(PreflightArgs),
     /// Make sense of many nodes' snapshots: hardware classes and the nodes that differ.
     Cluster(ClusterArgs),
-    /// Live probes on the GPUs (this build: the multi-node rendezvous check and the library search).
+    /// Measure this node's GPUs live: copies, P2P, NCCL collectives, the multi-node rendezvous (docs/probe.md).
     Probe(ProbeArgs),
     /// List the bundled example machines.
     Examples,
@@ -48,7 +48,7 @@ enum Command {
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(super) enum ReportFormat {
     Plain,
-    /// The documented interface: docs/nccl-report.md.
+    /// The documented interface (the file is named in `--format`'s help).
     Json,
     Yaml,
 }
@@ -72,6 +72,11 @@ pub(super) struct OriginArgs {
 }
 
 impl OriginArgs {
+    /// Whether the machine comes from a file or example rather than a probe now.
+    pub(super) fn replays(&self) -> bool {
+        self.from.is_some() || self.example.is_some()
+    }
+
     pub(super) fn load(&self) -> anyhow::Result<Snapshot> {
         let origin = match (&self.from, &self.example) {
             (Some(path), _) => Origin::File(path),
@@ -104,11 +109,16 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Warnings and notices the run raised, on stderr; replaying a snapshot raises
-/// the same ones.
-pub(super) fn report_notices(snapshot: &Snapshot) {
+/// Warnings and notices the run raised, on stderr. Replaying a snapshot that
+/// was recorded on a machine (`replayed`, source sysfs) shows its warnings as
+/// recorded then, not as if this machine raised them now.
+pub(super) fn report_notices(snapshot: &Snapshot, replayed: bool) {
+    let recorded = replayed && matches!(snapshot.source, Source::Sysfs { .. });
     for warning in &snapshot.notices {
-        output::warn(warning);
+        match recorded {
+            true => output::warn(&format!("recorded in the snapshot: {warning}")),
+            false => output::warn(warning),
+        }
     }
     let nvml_missing = snapshot.notices.iter().any(|n| n.starts_with(sources::NO_NVML_NOTICE));
     if snapshot.topology.gpus.is_empty() && matches!(snapshot.source, Source::Sysfs { .. }) && !nvml_missing {

@@ -70,7 +70,7 @@ pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
             super::node::live_probe(&probe.args, None)?.snapshot
         }
     };
-    report_notices(&snapshot);
+    report_notices(&snapshot, args.origin.replays());
     let expectations = match (&args.expect, &args.write_expect) {
         (Some(path), _) => crate::preflight::expect::Expectations::load(path)?,
         (None, Some(path)) => {
@@ -133,6 +133,7 @@ pub(super) struct ProbeArgs {
     /// A figure below this share of what its path should carry is a finding.
     #[arg(long, value_name = "RATIO", default_value = "0.75")]
     pub(super) threshold: f64,
+    /// The JSON is documented in docs/probe.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
     /// Also write this node's snapshot with the results (YAML, or JSON for
@@ -322,6 +323,7 @@ pub(super) struct ClusterArgs {
     /// Directories of snapshots (and one level of subdirectories), or files.
     #[arg(required = true, value_name = "DIR")]
     pub(super) inputs: Vec<PathBuf>,
+    /// The JSON is documented in docs/cluster.md.
     #[arg(long, value_enum, default_value = "plain")]
     pub(super) format: ReportFormat,
 }
@@ -334,5 +336,7 @@ pub(super) fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
     };
     output::print(&text)?;
-    Ok(if report.nodes == 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+    // What could be read is reported; a named input that is not there still fails the run.
+    let missing = args.inputs.iter().any(|p| p.as_os_str() != crate::input::STDIN && std::fs::metadata(p).is_err());
+    Ok(if report.nodes == 0 || missing { ExitCode::from(2) } else { ExitCode::SUCCESS })
 }

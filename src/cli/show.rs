@@ -77,7 +77,7 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
         return show_cluster(dir, &args, interactive);
     }
     let mut snapshot = args.origin.load()?;
-    report_notices(&snapshot);
+    report_notices(&snapshot, args.origin.replays());
     // Logs are read before anything is drawn: one that cannot be read is an
     // error now (exit 2), not a message after the UI closes.
     if !args.nccl_log.is_empty() {
@@ -189,7 +189,7 @@ pub(super) fn show_ui(
 
 pub(super) fn snapshot(args: SnapshotArgs) -> anyhow::Result<ExitCode> {
     let mut snapshot = args.origin.load()?;
-    report_notices(&snapshot);
+    report_notices(&snapshot, args.origin.replays());
     if !args.nccl_log.is_empty() {
         let Some(report) = read_logs(&args.nccl_log, &snapshot) else { return Ok(ExitCode::from(2)) };
         snapshot.nccl = Some(report);
@@ -209,7 +209,11 @@ fn snapshot_text(snapshot: &Snapshot, format: SnapshotFormat) -> String {
 }
 
 /// Writes `snapshot` to `pattern` (`%h`, `%j` expanded), JSON when asked or
-/// when the name ends in `.json`, else YAML; creates missing directories.
+/// when the name ends in `.json`, else YAML. Only the pattern form creates
+/// missing directories (`/shared/topo/%j/%h.json`: the job's directory); a
+/// plain path whose directory is missing is an error. The file is written
+/// beside its final name and renamed into place, so a reader sees the old
+/// file or the new one, never half of one.
 pub(super) fn write_snapshot(
     snapshot: &Snapshot,
     pattern: &Path,
@@ -218,10 +222,32 @@ pub(super) fn write_snapshot(
     let json_by_name = pattern.extension().is_some_and(|e| e == "json");
     let format = format.unwrap_or(if json_by_name { SnapshotFormat::Json } else { SnapshotFormat::Yaml });
     let path = expand_output(pattern, snapshot.host.hostname.as_deref());
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    let is_pattern = pattern.to_string_lossy().contains('%');
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if is_pattern {
         std::fs::create_dir_all(parent).with_context(|| format!("{}: cannot create", parent.display()))?;
+    } else if !parent.is_dir() {
+        anyhow::bail!("{}: no such directory (only a %j/%h pattern creates directories)", parent.display());
     }
-    std::fs::write(&path, snapshot_text(snapshot, format)).with_context(|| format!("{}: cannot write", path.display()))
+    write_atomically(&path, snapshot_text(snapshot, format).as_bytes())
+}
+
+/// Writes `bytes` to a temporary file in `path`'s directory, then renames it
+/// onto `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let written = (|| -> std::io::Result<()> {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("{}: cannot write", path.display()))
 }
 
 /// The job id the launcher gave this process, for `%j`.

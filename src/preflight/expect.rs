@@ -97,25 +97,71 @@ pub enum ExpectationsError {
     Io { path: String, source: std::io::Error },
     #[error("{path}: {message}")]
     Malformed { path: String, message: String },
+    #[error("{path}: {field}: {message}")]
+    Invalid { path: String, field: &'static str, message: String },
 }
+
+/// An expectations file is a few hundred bytes; anything above this is refused.
+pub const MAX_EXPECTATIONS_BYTES: u64 = 1024 * 1024;
+
+/// Brackets nested deeper than this are refused before parsing (the parser's
+/// time grows with the square of the depth; a real file nests 3 deep).
+pub const MAX_NESTING: usize = 64;
 
 impl Expectations {
     pub fn load(path: &std::path::Path) -> Result<Expectations, ExpectationsError> {
         let name = path.display().to_string();
-        // An expectations file is a page of YAML: read with a limit, never by
-        // the size the file reports (0 for /dev/zero and FIFOs).
-        const MAX_EXPECTATIONS_BYTES: u64 = 1 << 20;
-        let bytes = topo_model::bounded::read_capped(path, MAX_EXPECTATIONS_BYTES)
-            .map_err(|source| ExpectationsError::Io { path: name.clone(), source })?
-            .ok_or_else(|| ExpectationsError::Malformed {
-                path: name.clone(),
-                message: format!("larger than any expectations file ({MAX_EXPECTATIONS_BYTES} bytes at most)"),
-            })?;
-        let text = String::from_utf8(bytes).map_err(|e| ExpectationsError::Malformed {
-            path: name.clone(),
-            message: format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        let malformed = |message: String| ExpectationsError::Malformed { path: name.clone(), message };
+        let bytes = crate::input::read_bounded(path, MAX_EXPECTATIONS_BYTES).map_err(|e| match e {
+            crate::input::InputError::Io { source, .. } => ExpectationsError::Io { path: name.clone(), source },
+            other => malformed(other.to_string()),
         })?;
-        serde_yaml::from_str(&text).map_err(|e| ExpectationsError::Malformed { path: name, message: e.to_string() })
+        let text = String::from_utf8(bytes).map_err(|_| malformed("not UTF-8 text".into()))?;
+        if topo_model::snapshot::flow_nesting(&text) > MAX_NESTING {
+            return Err(malformed(format!("nested deeper than {MAX_NESTING} levels; refused")));
+        }
+        let expectations: Expectations = serde_yaml::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+        expectations.validate().map_err(|(field, message)| ExpectationsError::Invalid {
+            path: name,
+            field,
+            message,
+        })?;
+        Ok(expectations)
+    }
+
+    /// Every field means what it says: versions are dotted numbers, the
+    /// threshold a share in (0, 1], rates and sizes finite and positive. An
+    /// invalid one is refused, never read as "no check".
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        let versions = [("driver_min", &self.driver_min), ("cuda_min", &self.cuda_min), ("nccl_min", &self.nccl_min)];
+        for (field, version) in versions {
+            if let Some(v) = version
+                && !is_version(v)
+            {
+                return Err((field, format!("{v:?} is not a version (dotted numbers, such as 550.54.15)")));
+            }
+        }
+        if let Some(t) = self.probe_threshold
+            && !(t > 0.0 && t <= 1.0)
+        {
+            return Err(("probe_threshold", format!("{t} is not a share in (0, 1]")));
+        }
+        let rates = [
+            ("dev_shm_min_gib", self.dev_shm_min_gib),
+            ("rdma.rate_gbps", self.rdma.as_ref().and_then(|r| r.rate_gbps)),
+            ("min_bandwidth.h2d_gbps", self.min_bandwidth.as_ref().and_then(|m| m.h2d_gbps)),
+            ("min_bandwidth.d2h_gbps", self.min_bandwidth.as_ref().and_then(|m| m.d2h_gbps)),
+            ("min_bandwidth.p2p_gbps", self.min_bandwidth.as_ref().and_then(|m| m.p2p_gbps)),
+            ("min_bandwidth.all_reduce_busbw_gbps", self.min_bandwidth.as_ref().and_then(|m| m.all_reduce_busbw_gbps)),
+        ];
+        for (field, rate) in rates {
+            if let Some(r) = rate
+                && !(r.is_finite() && r >= 0.0)
+            {
+                return Err((field, format!("{r} is not a finite number of at least 0")));
+            }
+        }
+        Ok(())
     }
 
     /// What a known-good node has, as expectations for its siblings. Findings
@@ -186,6 +232,13 @@ impl Expectations {
     }
 }
 
+/// Whether `text` is a version as the checks compare them: dotted numbers
+/// (`550.54.15`, `12.4`, `2.21.5`), an NCCL suffix such as `+cuda12.4` allowed.
+pub fn is_version(text: &str) -> bool {
+    let numbers = text.split('+').next().unwrap_or_default();
+    !numbers.is_empty() && numbers.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Compares dotted versions numerically (`550.54.15` < `550.120.1`).
 pub fn version_at_least(found: &str, minimum: &str) -> bool {
     let parts = |v: &str| v.split('.').map(|p| p.parse::<u64>().unwrap_or(0)).collect::<Vec<_>>();
@@ -201,5 +254,11 @@ mod tests {
         assert!(version_at_least("550.120.1", "550.54.15"));
         assert!(!version_at_least("535.183.01", "550.54.15"));
         assert!(version_at_least("12.4", "12.4") && !version_at_least("12.2", "12.4"));
+    }
+
+    #[test]
+    fn versions_are_dotted_numbers() {
+        assert!(is_version("550.54.15") && is_version("12.4") && is_version("2.21.5+cuda12.4"));
+        assert!(!is_version("banana") && !is_version("") && !is_version("v13") && !is_version("12..4"));
     }
 }

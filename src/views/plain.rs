@@ -90,25 +90,35 @@ fn matrix(out: &mut String, topology: &Topology, colour: bool) -> Vec<Endpoint> 
     for endpoint in &matrix.endpoints {
         let _ = write!(out, "{:width$}", endpoint.label);
     }
-    out.push_str("CPU Affinity    NUMA Affinity\n");
+    // The CPU column is as wide as its longest list plus two: columns never run together.
+    let affinities: Vec<Option<(String, String)>> = matrix
+        .endpoints
+        .iter()
+        .map(|row| {
+            (row.kind == topo_model::EndpointKind::Gpu).then(|| {
+                let numa = topology.numa_of(row.bus_id);
+                let cpus = topology
+                    .ancestors(row.bus_id)
+                    .iter()
+                    .find_map(|d| d.local_cpus.clone())
+                    .or_else(|| numa.and_then(|n| topology.numa_node(n)).map(|n| n.cpus.clone()))
+                    .filter(|c| !c.is_empty())
+                    .map_or("N/A".to_string(), |c| c.to_string());
+                (cpus, numa.map_or("N/A".to_string(), |n| n.to_string()))
+            })
+        })
+        .collect();
+    let cpu_width = affinities.iter().flatten().map(|(cpus, _)| cpus.len() + 2).max().unwrap_or(0).max(16);
+    let _ = writeln!(out, "{:cpu_width$}NUMA Affinity", "CPU Affinity");
     for (i, row) in matrix.endpoints.iter().enumerate() {
         let _ = write!(out, "{:width$}", row.label);
-        for cell in &matrix.cells[i] {
+        for cell in matrix.cells.get(i).into_iter().flatten() {
             let text = if *cell == SmiClass::Same { " X".to_string() } else { cell.to_string() };
             let padded = format!("{text:width$}");
             out.push_str(&paint(&padded, *cell, colour));
         }
-        if row.kind == topo_model::EndpointKind::Gpu {
-            let numa = topology.numa_of(row.bus_id);
-            let cpus = topology
-                .ancestors(row.bus_id)
-                .iter()
-                .find_map(|d| d.local_cpus.clone())
-                .or_else(|| numa.and_then(|n| topology.numa_node(n)).map(|n| n.cpus.clone()))
-                .filter(|c| !c.is_empty())
-                .map_or("N/A".to_string(), |c| c.to_string());
-            let numa = numa.map_or("N/A".to_string(), |n| n.to_string());
-            let _ = write!(out, "{cpus:<16}{numa}");
+        if let Some(Some((cpus, numa))) = affinities.get(i) {
+            let _ = write!(out, "{cpus:<cpu_width$}{numa}");
         }
         out.truncate(out.trim_end_matches(' ').len());
         out.push('\n');

@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 use crate::app::{App, Screen};
 use crate::style;
@@ -13,7 +13,33 @@ use crate::style;
 pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 12;
 
+/// Draws the screen, then shows every control character that text from the
+/// input put in a cell as its visible picture (ESC as ␛): a snapshot's host
+/// name or a log line can never move the cursor, retitle or clear the terminal.
 pub fn draw(frame: &mut Frame, app: &mut App) {
+    draw_screen(frame, app);
+    for cell in frame.buffer_mut().content.iter_mut() {
+        if cell.symbol().chars().any(char::is_control) {
+            let shown: String = cell.symbol().chars().map(control_picture).collect();
+            cell.set_symbol(&shown);
+        }
+    }
+}
+
+/// A control character's picture from the Control Pictures block (U+2400).
+pub fn control_picture(c: char) -> char {
+    match c as u32 {
+        code @ 0..0x20 => char::from_u32(0x2400 + code).unwrap_or('?'),
+        0x7f => '\u{2421}',
+        code if c.is_control() => {
+            let _ = code;
+            '\u{fffd}'
+        }
+        _ => c,
+    }
+}
+
+fn draw_screen(frame: &mut Frame, app: &mut App) {
     let area = frame.area();
     app.hits = Default::default();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
@@ -21,7 +47,8 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
             "terminal too small: {}x{}, topo needs {MIN_WIDTH}x{MIN_HEIGHT} (q quits)",
             area.width, area.height
         );
-        frame.render_widget(Paragraph::new(text), area);
+        // Wrapped: the message is longer than the narrow terminals it is for.
+        frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), area);
         return;
     }
     let [tabs, body, footer] =
@@ -85,9 +112,32 @@ const HELP: &[(&str, &str)] = &[
     ("mouse", "click a tab, a matrix cell or a row; wheel scrolls"),
 ];
 
+/// The help box: as wide as its longest line or the terminal, each line
+/// wrapped under its description when narrower (never cut off at 80 columns).
 fn draw_help(frame: &mut Frame, area: Rect) {
-    let lines: Vec<Line> = HELP.iter().map(|(keys, what)| Line::raw(format!("{keys:<18} {what}"))).collect();
-    let width = 84.min(area.width);
+    const KEYS: usize = 18;
+    let longest = HELP.iter().map(|(_, what)| KEYS + 1 + what.chars().count()).max().unwrap_or(0) as u16;
+    let width = (longest + 2).min(area.width);
+    let room = usize::from(width.saturating_sub(2)).saturating_sub(KEYS + 1).max(10);
+    let mut lines: Vec<Line> = Vec::new();
+    for (keys, what) in HELP {
+        let mut row = String::new();
+        let mut first = true;
+        for word in what.split(' ') {
+            if !row.is_empty() && row.chars().count() + 1 + word.chars().count() > room {
+                let lead = if first { *keys } else { "" };
+                lines.push(Line::raw(format!("{lead:<KEYS$} {row}")));
+                row.clear();
+                first = false;
+            }
+            if !row.is_empty() {
+                row.push(' ');
+            }
+            row.push_str(word);
+        }
+        let lead = if first { *keys } else { "" };
+        lines.push(Line::raw(format!("{lead:<KEYS$} {row}")));
+    }
     let height = (lines.len() as u16 + 2).min(area.height);
     let [row] = Layout::vertical([Constraint::Length(height)]).flex(Flex::Center).areas(area);
     let [popup] = Layout::horizontal([Constraint::Length(width)]).flex(Flex::Center).areas(row);

@@ -25,12 +25,14 @@ pub fn read_lines(path: &Path, parser: &mut LogParser) -> Result<(), LogError> {
     read_stream(&name, file, parser)
 }
 
-/// Feeds every line of a stream to `parser`, read once (a pipe, a FIFO or
-/// standard input cannot be read twice): gzip is told by its magic bytes.
-pub fn read_stream(name: &str, reader: impl std::io::Read, parser: &mut LogParser) -> Result<(), LogError> {
+/// Feeds every line of a stream already opened (and perhaps already partly
+/// read by whoever looked at its first bytes: they hand those back chained in
+/// front) to `parser`, read once: a pipe or FIFO loses nothing. Gzip is told
+/// by its magic bytes.
+pub fn read_stream(name: &str, stream: impl std::io::Read, parser: &mut LogParser) -> Result<(), LogError> {
     let io = |source| LogError::Io { name: name.to_string(), source };
     parser.start_input(name);
-    let mut reader = BufReader::with_capacity(1 << 20, reader);
+    let mut reader = BufReader::with_capacity(1 << 20, stream);
     let gzip = reader.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
     if gzip {
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);

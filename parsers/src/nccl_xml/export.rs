@@ -114,7 +114,13 @@ fn write_pci(out: &mut String, topology: &Topology, exported: &[&PciDevice], dev
             let (target, tclass) = match link.remote {
                 NvLinkRemote::NvSwitch(s) => (s.to_string(), "0x068000".to_string()),
                 NvLinkRemote::Gpu(g) => {
-                    let class = topology.pci(g).and_then(|d| d.class).unwrap_or(0x030200);
+                    // The peer's own class when it is a display class (what the importer reads as a
+                    // GPU peer); a peer whose PCI entry says otherwise still goes out as a GPU.
+                    let class = topology
+                        .pci(g)
+                        .and_then(|d| d.class)
+                        .filter(|c| topo_model::topology::pci_class::is_display(*c))
+                        .unwrap_or(0x030200);
                     (g.to_string(), format!("0x{class:06x}"))
                 }
                 NvLinkRemote::Cpu => (gpu.bus_id.to_string(), "0x068001".to_string()),

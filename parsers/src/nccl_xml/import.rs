@@ -30,6 +30,8 @@ pub enum XmlError {
     TooLarge { path: String, size: u64 },
     #[error("{path}:{line}:{column}: malformed XML: {message}")]
     Malformed { path: String, line: u32, column: u32, message: String },
+    #[error("{path}: {what}; refused (the limit is documented in docs/hostile-input.md)")]
+    OverLimit { path: String, what: String },
     #[error("{path}:{line}: not an NCCL topology file: the root element is <{found}>, expected <system>")]
     NotNcclTopology { path: String, line: u32, found: String },
 }
@@ -46,8 +48,71 @@ pub fn import_file(path: &Path) -> Result<Imported, XmlError> {
     import(&text, &name)
 }
 
+/// The most attributes one element may carry: a real `<pci>` or `<net>` has
+/// about a dozen. The XML parser checks each new attribute against the ones
+/// before it, so 500 k attributes took minutes.
+pub const MAX_ATTRIBUTES: usize = 64;
+
+/// The most GPUs one topology may hold: one operating system image (an HGX
+/// board has 8, the largest single-image systems 256). Every view compares
+/// GPU pairs, so the work grows with the square of this.
+pub const MAX_GPUS: usize = 256;
+
+/// The most elements in one file; the largest real dump has a few hundred.
+pub const MAX_ELEMENTS: usize = 100_000;
+
+/// A linear scan before parsing: refuses crafted shapes whose parsing or
+/// rendering grows faster than the file (see the limits above).
+fn check_shape(text: &str, name: &str) -> Result<(), XmlError> {
+    let over = |what: String| Err(XmlError::OverLimit { path: name.to_string(), what });
+    let bytes = text.as_bytes();
+    let (mut elements, mut gpus) = (0usize, 0usize);
+    let mut i = 0;
+    while let Some(offset) = memchr::memchr(b'<', &bytes[i..]) {
+        let start = i + offset + 1;
+        if !bytes.get(start).is_some_and(|b| b.is_ascii_alphabetic()) {
+            // A comment, declaration or closing tag: no attributes to count.
+            i = start;
+            continue;
+        }
+        {
+            elements += 1;
+            if bytes[start..].starts_with(b"gpu") && bytes.get(start + 3).is_some_and(|b| !b.is_ascii_alphanumeric()) {
+                gpus += 1;
+            }
+        }
+        // Attributes of this tag: `=` outside quoted values, up to its `>`.
+        let (mut attributes, mut quote, mut j) = (0usize, None, start);
+        while let Some(&b) = bytes.get(j) {
+            match (quote, b) {
+                (None, b'>') => break,
+                (None, b'"' | b'\'') => quote = Some(b),
+                (None, b'=') => attributes += 1,
+                (Some(q), _) if b == q => quote = None,
+                _ => {}
+            }
+            j += 1;
+        }
+        if attributes > MAX_ATTRIBUTES {
+            return over(format!("an element with more than {MAX_ATTRIBUTES} attributes"));
+        }
+        i = j.max(start);
+        if i >= bytes.len() {
+            break;
+        }
+    }
+    if elements > MAX_ELEMENTS {
+        return over(format!("{elements} elements, more than {MAX_ELEMENTS}"));
+    }
+    if gpus > MAX_GPUS {
+        return over(format!("{gpus} GPUs, more than {MAX_GPUS} in one topology"));
+    }
+    Ok(())
+}
+
 /// Parses NCCL topology XML text; `name` is used in messages.
 pub fn import(text: &str, name: &str) -> Result<Imported, XmlError> {
+    check_shape(text, name)?;
     let document = Document::parse(text).map_err(|e| {
         let position = e.pos();
         XmlError::Malformed { path: name.to_string(), line: position.row, column: position.col, message: e.to_string() }
@@ -318,5 +383,61 @@ fn nic_kind(class: Option<u32>, vendor: Option<u16>, port: u32) -> NicKind {
         (_, Some(0x15b3)) => NicKind::Roce,
         _ if port > 0 => NicKind::Unknown,
         _ => NicKind::Ethernet,
+    }
+}
+
+#[cfg(test)]
+mod shape_limits {
+    use super::*;
+
+    /// Hand-made shapes that took minutes before (issue 18): refused at once,
+    /// while every real dump under tests/fixtures/nccl-topo still reads.
+    #[test]
+    fn crafted_shapes_are_refused_and_real_files_pass() {
+        let attributes: String = (0..500_000).map(|i| format!(" a{i}=\"1\"")).collect();
+        let text = format!("<system version=\"1\"><cpu{attributes}/></system>");
+        let started = std::time::Instant::now();
+        assert!(matches!(import(&text, "x"), Err(XmlError::OverLimit { .. })));
+        let gpus: String = (0..4000)
+            .map(|i| {
+                format!(
+                    "<pci busid=\"0000:{:02x}:{:02x}.0\"><gpu dev=\"{i}\" sm=\"90\" rank=\"{i}\"/></pci>",
+                    i / 32,
+                    i % 32
+                )
+            })
+            .collect();
+        let text = format!("<system version=\"1\"><cpu numaid=\"0\">{gpus}</cpu></system>");
+        let error = import(&text, "x").unwrap_err().to_string();
+        assert!(error.contains("4000 GPUs, more than 256"), "{error}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/nccl-topo");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            check_shape(&text, "real").unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod fuzz_regressions {
+    use super::*;
+
+    /// Inputs the `nccl_xml` fuzz target found (fuzz/regressions/nccl_xml/):
+    /// whatever imports survives export and re-import unchanged. The first was
+    /// an NVLink to a "GPU" whose PCI entry is a host bridge: exported with the
+    /// bridge's class, it came back as an NVSwitch.
+    #[test]
+    fn fuzz_found_inputs_round_trip() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/regressions/nccl_xml");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+            if let Ok(first) = import(&text, "fuzz") {
+                let second = import(&crate::nccl_xml::to_xml(&first.topology), "export").unwrap();
+                assert_eq!(first.topology, second.topology, "{}", path.display());
+            }
+        }
     }
 }

@@ -11,4 +11,4 @@ mod export;
 mod import;
 
 pub use export::to_xml;
-pub use import::{Imported, XmlError, import, import_file};
+pub use import::{Imported, MAX_XML_BYTES, XmlError, import, import_file};
