@@ -78,9 +78,13 @@ fn directories_with_loops_fifos_and_duplicates() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let names: Vec<&str> = report["inputs"].as_array().unwrap().iter().map(|i| i["name"].as_str().unwrap()).collect();
     assert_eq!(names.len(), 1, "{names:?}");
-    assert!(names[0].ends_with("job.log"));
+    // The file and the symlink to it are one file, read once (under either name).
+    assert!(names[0].ends_with("job.log") || names[0].ends_with("same.log"), "{names:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("fifo: not a regular file") && stderr.contains("symlinked directory"), "{stderr}");
+    assert!(
+        stderr.contains("fifo: a FIFO, skipped") && stderr.contains("a symlink to a directory, not followed"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -91,7 +95,7 @@ fn files_that_report_size_zero_are_read_with_a_limit() {
             .timeout(std::time::Duration::from_secs(120))
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("larger than any"));
+            .stderr(predicate::str::contains("larger than"));
     }
 }
 

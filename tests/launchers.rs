@@ -131,8 +131,10 @@ fn open_mpi_killed_peer_ends_every_process() {
     let master = format!("127.0.0.1:{}", free_port());
     let mut command = mpirun(&path, 3);
     command.args(["sh", &victim_script("OMPI_COMM_WORLD_RANK", 2, 5, &format!("--master {master}"))]);
-    let (code, out, err, took) = run_bounded(command, Duration::from_secs(40));
-    assert!(took < Duration::from_secs(15), "took {took:?}\n{out}\n{err}");
+    // Bounds leave room for a loaded 2-core CI machine: what is checked is
+    // that the job ends by itself, well before the harness would kill it.
+    let (code, out, err, took) = run_bounded(command, Duration::from_secs(120));
+    assert!(took < Duration::from_secs(60), "took {took:?}\n{out}\n{err}");
     assert!(code.is_some_and(|c| c != 0), "{code:?}\n{out}\n{err}");
     // mpirun ends the whole job itself when a process dies, usually before
     // topo's timeout: then mpirun's own report names the rank (or, racing,
@@ -256,8 +258,8 @@ fn torchrun_killed_peer_ends_every_process() {
             &script,
         ],
     );
-    let (code, out, err, took) = run_bounded(command, Duration::from_secs(60));
-    assert!(took < Duration::from_secs(25), "took {took:?}\n{out}\n{err}");
+    let (code, out, err, took) = run_bounded(command, Duration::from_secs(180));
+    assert!(took < Duration::from_secs(90), "took {took:?}\n{out}\n{err}");
     assert!(code.is_some_and(|c| c != 0), "{code:?}\n{out}\n{err}");
     let all = format!("{out}{err}");
     assert!(all.contains("rank 1 never connected") || all.contains("local_rank: 1"), "{all}");
@@ -382,8 +384,8 @@ fn slurm_srun_and_sbatch() {
     let master = format!("127.0.0.1:{}", free_port());
     let mut srun = slurm.command("srun");
     srun.args(["-N1", "-n3", "sh", &victim_script("SLURM_PROCID", 2, 5, &format!("--master {master}"))]);
-    let (code, out, err, took) = run_bounded(srun, Duration::from_secs(60));
-    assert!(took < Duration::from_secs(20), "took {took:?}\n{out}\n{err}");
+    let (code, out, err, took) = run_bounded(srun, Duration::from_secs(120));
+    assert!(took < Duration::from_secs(60), "took {took:?}\n{out}\n{err}");
     assert!(code.is_some_and(|c| c != 0), "{code:?}\n{out}\n{err}");
     assert!(err.contains("rank 2 never connected"), "{out}\n{err}");
 
