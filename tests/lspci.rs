@@ -94,3 +94,104 @@ fn the_lspci_topology_matches_the_sysfs_tree_built_from_it() {
         assert_eq!(ours.numa_of(gpu.bus_id), from_sysfs.numa_of(gpu.bus_id));
     }
 }
+
+#[test]
+fn lenovo_h100_gpus_sit_behind_the_connectx7s_own_switch() {
+    // A Lenovo 4x H100 SXM5 node: each GPU hangs off the PCIe switch inside a
+    // ConnectX-7 (MT2910 "PCIe Bridge" ports), one per root complex.
+    let text = fixture("lspci/lenovo-h100-sxm5-x4-cx7-lspci-tv.txt");
+    assert!(lspci::looks_like_tree(&text) && !lspci::looks_like_verbose(&text));
+    let import = lspci::import(&text).unwrap();
+    assert!(import.warnings.is_empty(), "{:#?}", import.warnings);
+    let topology = import.topology;
+    let gpus: Vec<String> = topology.gpus.iter().map(|g| g.bus_id.to_string()).collect();
+    assert_eq!(gpus, ["0000:06:00.0", "0000:26:00.0", "0000:a6:00.0", "0000:c6:00.0"]);
+    assert!(topology.gpus.iter().all(|g| g.name.as_deref() == Some("H100 SXM5 80GB")));
+    let nics: Vec<String> = topology.nics.iter().map(|n| n.name.clone()).collect();
+    assert_eq!(
+        nics,
+        ["0000:03:00.0", "0000:23:00.0", "0000:42:00.0", "0000:42:00.1", "0000:a3:00.0", "0000:c3:00.0"],
+        "four ConnectX-7 and one dual-port ConnectX-6 Lx; the I210 is no RDMA NIC"
+    );
+    let chain: Vec<(String, Option<BridgeRole>)> = topology
+        .ancestors("0000:06:00.0".parse().unwrap())
+        .iter()
+        .map(|d| (d.bus_id.to_string(), d.bridge))
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            ("0000:06:00.0".to_string(), None),
+            ("0000:05:00.0".to_string(), Some(BridgeRole::SwitchDownstream)),
+            ("0000:04:00.0".to_string(), Some(BridgeRole::SwitchUpstream)),
+            ("0000:02:02.0".to_string(), Some(BridgeRole::SwitchDownstream)),
+            ("0000:01:00.0".to_string(), Some(BridgeRole::SwitchUpstream)),
+            ("0000:00:01.1".to_string(), Some(BridgeRole::RootPort)),
+        ]
+    );
+    // GPU and its ConnectX-7 meet below the root port, through two switches.
+    let matrix = topology.matrix();
+    let label = |bus: &str| matrix.endpoints.iter().position(|e| e.bus_id.to_string() == bus).unwrap();
+    assert_eq!(matrix.cells[label("0000:06:00.0")][label("0000:03:00.0")].to_string(), "PXB");
+    assert_eq!(matrix.cells[label("0000:42:00.0")][label("0000:42:00.1")].to_string(), "PIX");
+    // No NUMA node is printed by `lspci -t`: nothing is claimed about it.
+    assert!(topology.numa_nodes.is_empty());
+    assert_eq!(topology.numa_of("0000:06:00.0".parse().unwrap()), None);
+}
+
+#[test]
+fn aws_trn1_efa_devices_on_flat_root_buses() {
+    let text = fixture("lspci/aws-trn1-32xlarge-lspci-tv.txt");
+    let import = lspci::import(&text).unwrap();
+    assert!(import.warnings.is_empty(), "{:#?}", import.warnings);
+    let topology = import.topology;
+    assert!(topology.gpus.is_empty());
+    // Eight EFA devices, two per root bus; ENA is plain Ethernet.
+    assert_eq!(topology.nics.len(), 8);
+    let hosts: std::collections::BTreeSet<String> =
+        topology.nics.iter().map(|n| topology.host_bridge_of(n.bus_id.unwrap()).unwrap().to_string()).collect();
+    assert_eq!(hosts.into_iter().collect::<Vec<_>>(), ["pci0000:10", "pci0000:20", "pci0000:90", "pci0000:a0"]);
+    assert_eq!(topology.pci_devices.len(), 42);
+    assert!(topology.pci_devices.iter().all(|d| d.parent.is_none()));
+}
+
+#[test]
+fn detail_alone_gives_gpus_numa_and_links_without_parents() {
+    // Only `lspci -vvv -s` records of the ASUS machine: no tree, no root ports.
+    let text = fixture("lspci/asus-esc8000a-e12-lspci-vvv.txt");
+    assert!(lspci::looks_like_verbose(&text) && !lspci::looks_like_tree(&text));
+    let topology = lspci::import(&text).unwrap().topology;
+    let numa: Vec<(String, Option<i32>)> =
+        topology.gpus.iter().map(|g| (g.bus_id.to_string(), topology.numa_of(g.bus_id))).collect();
+    assert_eq!(
+        numa,
+        [
+            ("0000:01:00.0".to_string(), Some(0)),
+            ("0000:41:00.0".to_string(), Some(0)),
+            ("0000:c1:00.0".to_string(), Some(1)),
+            ("0000:e1:00.0".to_string(), Some(1)),
+        ]
+    );
+    assert_eq!(topology.nics.len(), 2, "21:00.0 and 81:00.0 were the ConnectX-7 functions shown");
+}
+
+#[test]
+fn tree_and_detail_pasted_together_read_as_one() {
+    let both = format!(
+        "{}\n{}",
+        fixture("lspci/asus-esc8000a-e12-lspci-tv.txt"),
+        fixture("lspci/asus-esc8000a-e12-lspci-vvv.txt")
+    );
+    let import = lspci::import(&both).unwrap();
+    assert!(import.warnings.is_empty(), "{:#?}", import.warnings);
+    assert_eq!(import.topology, asus());
+}
+
+#[test]
+fn garbage_is_an_error_not_an_empty_machine() {
+    assert!(lspci::import("nvidia-smi: command not found\n").is_err());
+    assert!(lspci::import("").is_err());
+    // A tree cut in the middle of a branch: the orphan is reported.
+    let cut: String = fixture("lspci/lenovo-h100-sxm5-x4-cx7-lspci-tv.txt").lines().skip(20).collect::<Vec<_>>().join("\n");
+    assert!(matches!(lspci::import(&cut), Err(lspci::LspciError::Tree { .. })));
+}
