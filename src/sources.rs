@@ -110,6 +110,9 @@ fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
         let (topology, warnings) = topo_parsers::nvidia_smi::to_topology(&matrix);
         return Ok(Snapshot::new(Source::NvidiaSmiText { path: name }, HostInfo::default(), topology, warnings));
     }
+    if !looks_like_xml && let Some(snapshot) = load_lspci(path)? {
+        return Ok(snapshot);
+    }
     if looks_like_xml {
         let imported = nccl_xml::import_file(path)?;
         let source = Source::NcclXml { path: path.display().to_string() };
@@ -117,6 +120,28 @@ fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
     } else {
         Ok(Snapshot::load(path)?)
     }
+}
+
+/// Pasted `lspci -tv` / `lspci -vvv` text (either or both in one file), told
+/// apart from a snapshot by content; `None` when the file is not lspci output.
+fn load_lspci(path: &Path) -> anyhow::Result<Option<Snapshot>> {
+    const MAX_LSPCI_BYTES: u64 = 64 << 20;
+    let name = path.display().to_string();
+    let size = std::fs::metadata(path).with_context(|| name.clone())?.len();
+    if size > MAX_LSPCI_BYTES {
+        return Ok(None);
+    }
+    let Ok(text) = std::fs::read_to_string(path) else { return Ok(None) };
+    let first = text.trim_start();
+    if first.starts_with("schema_version:") || first.starts_with('{') {
+        return Ok(None);
+    }
+    if !topo_parsers::lspci::looks_like_tree(&text) && !topo_parsers::lspci::looks_like_verbose(&text) {
+        return Ok(None);
+    }
+    let imported = topo_parsers::lspci::import(&text).with_context(|| name.clone())?;
+    let source = Source::Lspci { path: name };
+    Ok(Some(Snapshot::new(source, HostInfo::default(), imported.topology, imported.warnings)))
 }
 
 /// Reads NCCL logs: files (plain or gzip), directories of them (walked in name

@@ -89,7 +89,29 @@ pub fn to_topology(tree: &[TreeDevice], detail: &[VerboseDevice]) -> LspciImport
     nodes.dedup();
     topology.numa_nodes = nodes.into_iter().map(|id| NumaNode { id, ..NumaNode::default() }).collect();
     topology.canonicalize();
+    if let Some(notice) = unknown_sockets_notice(&topology) {
+        warnings.push(notice);
+    }
     LspciImport { topology, warnings }
+}
+
+/// `lspci -t` does not say which root complexes share a CPU socket: between
+/// GPUs and NICs on different root complexes the matrix can then only say
+/// NODE, which is SYS where they sit on different sockets. Said once, so the
+/// NODE cells are not taken as fact.
+fn unknown_sockets_notice(topology: &Topology) -> Option<String> {
+    let endpoints = topology.gpus.iter().map(|g| g.bus_id).chain(topology.nics.iter().filter_map(|n| n.bus_id));
+    let unplaced: BTreeSet<&str> = endpoints
+        .filter(|bus| topology.numa_of(*bus).is_none())
+        .filter_map(|bus| topology.host_bridge_of(bus))
+        .collect();
+    (unplaced.len() > 1).then(|| {
+        format!(
+            "no NUMA node printed for GPUs/NICs on {} root complexes: NODE between them may be SYS \
+             (add `lspci -vvv` output, which prints `NUMA node:`)",
+            unplaced.len()
+        )
+    })
 }
 
 /// Parents from bus numbers: a function on bus B hangs under the bridge whose
@@ -133,7 +155,11 @@ fn numa_of_root_complexes(functions: &[Function], warnings: &mut Vec<String>) ->
     result
 }
 
-fn pci_device(function: &Function, host_numa: &BTreeMap<String, i32>, roles: &BTreeMap<BusId, BridgeRole>) -> PciDevice {
+fn pci_device(
+    function: &Function,
+    host_numa: &BTreeMap<String, i32>,
+    roles: &BTreeMap<BusId, BridgeRole>,
+) -> PciDevice {
     let detail = function.detail;
     let description = detail.map_or(function.description, |d| d.description.as_str());
     let named = names::vendor_by_name(description);

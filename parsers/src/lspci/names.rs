@@ -83,7 +83,11 @@ const NVIDIA_NON_GPU_HINTS: &[&str] = &["Audio", "USB", "UCSI", "Serial", "Bridg
 const NVSWITCH_DEVICE_IDS: &[u16] = &[0x10f5, 0x1ac0, 0x1ac1, 0x1ac2, 0x1af1, 0x22a3, 0x22a4, 0x2901];
 
 pub fn vendor_by_name(description: &str) -> Option<u16> {
-    VENDORS.iter().filter(|(name, _)| description.starts_with(name)).max_by_key(|(name, _)| name.len()).map(|(_, id)| *id)
+    VENDORS
+        .iter()
+        .filter(|(name, _)| description.starts_with(name))
+        .max_by_key(|(name, _)| name.len())
+        .map(|(_, id)| *id)
 }
 
 pub fn class_by_name(class_name: &str) -> Option<u32> {
@@ -137,8 +141,14 @@ mod tests {
     fn names_from_real_lines() {
         assert_eq!(vendor_by_name("Advanced Micro Devices, Inc. [AMD] Device 14a4"), Some(0x1022));
         assert_eq!(device_id_in_name("Advanced Micro Devices, Inc. [AMD] Device 14a4"), Some(0x14a4));
-        assert_eq!(product_name("NVIDIA Corporation AD102GL [RTX 6000 Ada Generation]").as_deref(), Some("RTX 6000 Ada Generation"));
-        assert_eq!(class_by_description(Some(0x10de), None, "NVIDIA Corporation AD102 High Definition Audio Controller"), Some(0x040300));
+        assert_eq!(
+            product_name("NVIDIA Corporation AD102GL [RTX 6000 Ada Generation]").as_deref(),
+            Some("RTX 6000 Ada Generation")
+        );
+        assert_eq!(
+            class_by_description(Some(0x10de), None, "NVIDIA Corporation AD102 High Definition Audio Controller"),
+            Some(0x040300)
+        );
         assert_eq!(class_by_description(Some(0x10de), Some(0x22a3), "NVIDIA Corporation Device 22a3"), Some(0x068000));
     }
 }

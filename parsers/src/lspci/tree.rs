@@ -108,13 +108,7 @@ pub fn parse_tree(text: &str) -> Result<Vec<TreeDevice>, LspciError> {
                     let column = at + 1;
                     let Some((device, function)) = device_token(bytes, column) else { break };
                     let context = if let Some((domain, bus)) = pending_root.take() {
-                        Context {
-                            column,
-                            domain,
-                            bus,
-                            parent: None,
-                            host_bridge: format!("pci{domain:04x}:{bus:02x}"),
-                        }
+                        Context { column, domain, bus, parent: None, host_bridge: format!("pci{domain:04x}:{bus:02x}") }
                     } else if let Some(index) = previous {
                         let Some(bridge) = devices.get(index) else { break };
                         let Some(bus) = bridge.secondary_bus else {
@@ -140,8 +134,11 @@ pub fn parse_tree(text: &str) -> Result<Vec<TreeDevice>, LspciError> {
                     contexts.push(context.clone());
                     let bus_id = BusId { domain: context.domain, bus: context.bus, device, function };
                     let rest = line.get(column + 4..).unwrap_or("");
-                    let description =
-                        if rest.starts_with(' ') || rest.starts_with('\t') { rest.trim().to_string() } else { String::new() };
+                    let description = if rest.starts_with(' ') || rest.starts_with('\t') {
+                        rest.trim().to_string()
+                    } else {
+                        String::new()
+                    };
                     devices.push(TreeDevice {
                         bus_id,
                         parent: context.parent,
