@@ -74,7 +74,7 @@ fn asus_links_and_bridges_as_lspci_printed_them() {
     assert_eq!(role("0000:62:00.0"), Some(BridgeRole::SwitchDownstream));
     assert_eq!(role("0000:63:00.0"), Some(BridgeRole::SwitchUpstream));
     assert_eq!(role("0000:64:10.0"), Some(BridgeRole::SwitchDownstream));
-    let count = fixture("lspci/asus-esc8000a-e12-lspci-tv.txt").matches(|c| c == '.').count();
+    let count = fixture("lspci/asus-esc8000a-e12-lspci-tv.txt").matches('.').count();
     assert!(topology.pci_devices.len() > 100 && topology.pci_devices.len() <= count);
 }
 

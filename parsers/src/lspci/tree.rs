@@ -97,10 +97,10 @@ pub fn parse_tree(text: &str) -> Result<Vec<TreeDevice>, LspciError> {
                     let inside = &line[at + 1..close];
                     if let Some(root) = root_bus(inside) {
                         pending_root = Some(root);
-                    } else if let (Some(bus), Some(index)) = (bus_range(inside), previous) {
-                        if let Some(device) = devices.get_mut(index) {
-                            device.secondary_bus = Some(bus);
-                        }
+                    } else if let (Some(bus), Some(index)) = (bus_range(inside), previous)
+                        && let Some(device) = devices.get_mut(index)
+                    {
+                        device.secondary_bus = Some(bus);
                     }
                     at = close + 1;
                 }
