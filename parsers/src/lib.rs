@@ -1,6 +1,7 @@
 //! `topo-parsers`: readers (and writers) for what GPU machines and NCCL produce.
 //! Pure text in, model types out; nothing here touches hardware.
 
+pub mod ibstat;
 pub mod lspci;
 pub mod nccl_log;
 pub mod nccl_tests;

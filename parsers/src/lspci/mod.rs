@@ -251,6 +251,26 @@ pub fn name_nics_in_bus_order(topology: &mut Topology, names: &[String]) -> Resu
     Ok(())
 }
 
+/// Joins RDMA devices read from `ibstat` / `ibv_devinfo` (which print no PCI
+/// address) to the NICs lspci found: named in bus order as
+/// [`name_nics_in_bus_order`] does, then each takes the device's ports,
+/// firmware, node GUID and kind (InfiniBand, or RoCE for an Ethernet link layer).
+pub fn attach_rdma_devices(topology: &mut Topology, devices: &[Nic]) -> Result<(), String> {
+    let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
+    name_nics_in_bus_order(topology, &names)?;
+    for nic in topology.nics.iter_mut() {
+        if let Some(device) = devices.iter().find(|d| d.name == nic.name) {
+            nic.ports = device.ports.clone();
+            nic.firmware = device.firmware.clone().or(nic.firmware.take());
+            nic.node_guid = device.node_guid.clone().or(nic.node_guid.take());
+            if device.kind != NicKind::Unknown {
+                nic.kind = device.kind;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads pasted text holding a tree, detail records, or both (one after the
 /// other, as `lspci -tv; lspci -vvv` would print them).
 pub fn import(text: &str) -> Result<LspciImport, LspciError> {
