@@ -89,6 +89,9 @@ pub fn attach_nvml(
 /// snapshot in YAML or JSON.
 fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
     if path.is_dir() {
+        if crate::bundle::is_bundle(path) {
+            return crate::bundle::load(path);
+        }
         bail!("{}: is a directory; give an NCCL topology XML file or a snapshot", path.display());
     }
     let mut head = [0u8; 256];
