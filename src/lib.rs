@@ -5,6 +5,7 @@
 //! [`sources`] turns what the user pointed at into a Snapshot, [`views`]
 //! render it.
 
+pub mod bundle;
 pub mod checks;
 pub mod cli;
 pub mod cluster;

@@ -96,6 +96,9 @@ pub const MAX_MACHINE_BYTES: u64 = topo_model::snapshot::MAX_SNAPSHOT_BYTES;
 /// refused at the limit.
 fn load_file(path: &Path) -> anyhow::Result<Snapshot> {
     if path.is_dir() {
+        if crate::bundle::is_bundle(path) {
+            return crate::bundle::load(path);
+        }
         bail!("{}: is a directory; give an NCCL topology XML file or a snapshot", path.display());
     }
     let bytes = input::read_bounded(path, MAX_MACHINE_BYTES)?;
@@ -119,6 +122,9 @@ pub fn load_bytes(bytes: &[u8], name: &str) -> anyhow::Result<Snapshot> {
         let source = Source::NvidiaSmiText { path: name.to_string() };
         return Ok(Snapshot::new(source, HostInfo::default(), topology, warnings));
     }
+    if !looks_like_xml && let Some(snapshot) = load_lspci(bytes, name)? {
+        return Ok(snapshot);
+    }
     if looks_like_xml {
         if bytes.len() as u64 > nccl_xml::MAX_XML_BYTES {
             bail!("{name}: larger than any NCCL topology file ({} bytes at most)", nccl_xml::MAX_XML_BYTES);
@@ -137,6 +143,22 @@ pub fn load_bytes(bytes: &[u8], name: &str) -> anyhow::Result<Snapshot> {
         anyhow::anyhow!("{name}: not a snapshot: not UTF-8 text (invalid byte at offset {})", e.valid_up_to())
     })?;
     Ok(Snapshot::from_text(text, name)?)
+}
+
+/// Pasted `lspci -tv` / `lspci -vvv` text (either or both in one file), told
+/// apart from a snapshot by content; `None` when the bytes are not lspci output.
+fn load_lspci(bytes: &[u8], name: &str) -> anyhow::Result<Option<Snapshot>> {
+    let Ok(text) = std::str::from_utf8(bytes) else { return Ok(None) };
+    let first = text.trim_start();
+    if first.starts_with("schema_version:") || first.starts_with('{') {
+        return Ok(None);
+    }
+    if !topo_parsers::lspci::looks_like_tree(text) && !topo_parsers::lspci::looks_like_verbose(text) {
+        return Ok(None);
+    }
+    let imported = anyhow::Context::with_context(topo_parsers::lspci::import(text), || name.to_string())?;
+    let source = Source::Lspci { path: name.to_string() };
+    Ok(Some(Snapshot::new(source, HostInfo::default(), imported.topology, imported.warnings)))
 }
 
 /// Whether the first bytes hold an NCCL log line (`NCCL INFO`, `NCCL WARN`).

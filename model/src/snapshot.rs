@@ -73,6 +73,9 @@ pub enum Source {
     /// Rebuilt from pasted `nvidia-smi topo -m` text: endpoints have synthetic
     /// bus IDs (domain `fffe`), the PCIe tree is the simplest that gives its cells.
     NvidiaSmiText { path: String },
+    /// Rebuilt from pasted `lspci -tv` and/or `lspci -vvv` text: real bus IDs;
+    /// NUMA nodes only where `lspci -v` printed them, no CPU lists, no NVLink.
+    Lspci { path: String },
 }
 
 /// Renders any serialisable value as YAML (all YAML goes through this module,

@@ -2,7 +2,9 @@
 //! Pure text in, model types out; nothing here touches hardware.
 
 pub mod flight_recorder;
+pub mod ibstat;
 pub mod inspector;
+pub mod lspci;
 pub mod nccl_log;
 pub mod nccl_tests;
 pub mod nccl_xml;

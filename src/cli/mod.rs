@@ -60,7 +60,8 @@ pub(super) struct OriginArgs {
     #[arg(long, value_name = "DIR", default_value = "/", conflicts_with_all = ["from", "example"])]
     pub(super) sysfs_root: PathBuf,
     /// Read an NCCL topology XML file (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE), pasted
-    /// `nvidia-smi topo -m` text, or a topo snapshot (YAML or JSON).
+    /// `nvidia-smi topo -m` text, pasted `lspci -tv` and/or `lspci -vvv` text, or a
+    /// topo snapshot (YAML or JSON).
     #[arg(long, value_name = "FILE", conflicts_with = "example")]
     pub(super) from: Option<PathBuf>,
     /// Use a bundled real machine (see `topo examples`).

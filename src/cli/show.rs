@@ -73,7 +73,7 @@ pub(super) fn show(args: ShowArgs) -> anyhow::Result<ExitCode> {
     if interactive && args.origin.from.is_none() && args.origin.example.is_none() {
         eprintln!("topo: probing this machine (sysfs, NVML)...");
     }
-    if let Some(dir) = args.origin.from.as_deref().filter(|p| p.is_dir()) {
+    if let Some(dir) = args.origin.from.as_deref().filter(|p| p.is_dir() && !crate::bundle::is_bundle(p)) {
         return show_cluster(dir, &args, interactive);
     }
     let mut snapshot = args.origin.load()?;

@@ -47,6 +47,7 @@ fn header(out: &mut String, snapshot: &Snapshot) {
         Source::NcclXml { path } => format!("NCCL topology file {path}"),
         Source::Example { name } => format!("bundled example {name}"),
         Source::NvidiaSmiText { path } => format!("nvidia-smi topo -m text {path} (bus IDs synthetic)"),
+        Source::Lspci { path } => format!("lspci text {path} (PCIe only: no NVLink)"),
     };
     let host = snapshot.host.hostname.as_deref().unwrap_or("(unnamed host)");
     let _ = writeln!(out, "{host}: {source}");
