@@ -98,25 +98,11 @@ fn list(items: &[String]) -> String {
     out
 }
 
-/// `status=12` / `with error 12` / `status=IBV_WC_RETRY_EXC_ERR(12)` in a
-/// completion error, read with the table's meaning and hint.
+/// The status of a completion error read with the table's meaning and hint.
 fn completion_status(text: &str) -> Option<String> {
-    if !text.contains("completion") {
-        return None;
-    }
-    let code = ["status=", "with error "].iter().find_map(|key| {
-        let at = text.find(key)? + key.len();
-        let rest = &text[at..];
-        // `IBV_WC_RETRY_EXC_ERR(12)`: the number is in the parentheses.
-        let rest = match rest.find('(') {
-            Some(open) if !rest[..open].contains(' ') => &rest[open + 1..],
-            _ => rest,
-        };
-        rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<i64>().ok()
-    })?;
-    let status = CATALOGUE.wc_status(code)?;
+    let status = CATALOGUE.completion_status(text)?;
     let hint = status.hint.as_deref().map_or(String::new(), |h| format!("; {h}"));
-    Some(format!("status {code} = {}: {}{hint}", status.name, status.meaning))
+    Some(format!("status {} = {}: {}{hint}", status.code, status.name, status.meaning))
 }
 
 /// A framework's own words (`ncclInvalidUsage: This usually reflects ...`),

@@ -101,6 +101,10 @@ pub struct WcStatus {
     pub meaning: String,
     #[serde(default)]
     pub hint: Option<String>,
+    /// The class this status usually points at beyond the completion error
+    /// itself (a protection error on a GPUDirect path: `gdr-path-broken`).
+    #[serde(default)]
+    pub class: Option<String>,
 }
 
 /// An `ncclResult_t` value as error trails print it (`init.cc:1234 -> 2`).
@@ -253,6 +257,24 @@ impl Catalogue {
 
     pub fn result(&self, code: i64) -> Option<&ResultCode> {
         self.results.iter().find(|r| r.code == code)
+    }
+
+    /// The status of a completion error as NCCL prints it: `status=12`,
+    /// `with error 12`, `status=IBV_WC_RETRY_EXC_ERR(12)`.
+    pub fn completion_status(&self, text: &str) -> Option<&WcStatus> {
+        if !text.contains("completion") {
+            return None;
+        }
+        let code = ["status=", "with error "].iter().find_map(|key| {
+            let at = text.find(key)? + key.len();
+            let rest = &text[at..];
+            let rest = match rest.find('(') {
+                Some(open) if !rest[..open].contains(' ') => &rest[open + 1..],
+                _ => rest,
+            };
+            rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse::<i64>().ok()
+        })?;
+        self.wc_status(code)
     }
 
     pub fn wc_status(&self, code: i64) -> Option<&WcStatus> {

@@ -26,6 +26,9 @@ pub enum Event<'a> {
         nics: u32,
     },
     Bootstrap(Vec<&'a str>),
+    /// 2.2/2.3 `NET : Using interface eth0:10.0.0.1<0>`: bootstrap's interface
+    /// and the socket transport's.
+    LegacyInterface(&'a str),
     GdrForHca {
         hca: &'a str,
         enabled: bool,
@@ -358,7 +361,8 @@ fn nccl_or_net(message: &str) -> Option<Event<'_>> {
     // 2.2/2.3: `NET : Using interface eth0:10.0.0.1<0>` (bootstrap and sockets)
     // and `NET/IB : Using interface ib0 for sideband communication`.
     if let Some(rest) = message.strip_prefix("NET : Using interface ") {
-        return Some(Event::Bootstrap(rest.split_whitespace().take(1).collect()));
+        // The one interface of bootstrap and the socket transport alike.
+        return Some(Event::LegacyInterface(rest.split_whitespace().next()?));
     }
     if let Some(rest) = message
         .strip_prefix("NET/OFI Selected Provider is ")
@@ -436,9 +440,11 @@ fn gdr_for_hca(message: &str) -> Option<Event<'_>> {
 
 /// Init START / COMPLETE lines of every era (see the research notes, section 3).
 fn comm_init(message: &str) -> Option<Event<'_>> {
-    // 2.3: `comm %p rank %d nranks %d - COMPLETE`; 2.4+: `... - Init COMPLETE`.
+    // 2.3: `comm %p rank %d nranks %d - COMPLETE`; 2.4+: `... - Init COMPLETE`;
+    // 2.2: `comm %p rank %d nranks %d` and nothing after.
     let complete = message.contains("Init COMPLETE") || message.trim_end().ends_with("- COMPLETE");
-    if !complete && !message.contains("Init START") {
+    let bare_22 = message.starts_with("comm 0x") && message.split_whitespace().count() == 6;
+    if !complete && !message.contains("Init START") && !bare_22 {
         return None;
     }
     let at = message.find("comm 0x").or_else(|| message.find("comm (nil)"))?;
@@ -649,6 +655,8 @@ mod tests {
             panic!()
         };
         assert!(!start.complete);
+        let Some(Event::CommInit(v22)) = parse("comm 0x7fa42c00a3b0 rank 0 nranks 2") else { panic!() };
+        assert_eq!((v22.rank, v22.nranks, v22.complete), (0, 2, false));
         let Some(Event::CommInit(old)) = parse("comm 0x7f5be8002130 rank 3 nranks 8 - COMPLETE") else { panic!() };
         assert_eq!((old.rank, old.nranks, old.complete), (3, 8, true));
         assert_eq!(
@@ -703,7 +711,7 @@ mod tests {
             parse("NET/Socket : Using [0]ib0:10.1.0.1<0> [1]eth0:10.0.0.1<0>"),
             Some(Event::SocketInterfaces(vec!["ib0", "eth0"]))
         );
-        assert_eq!(parse("NET : Using interface eth0:10.0.0.1<0>"), Some(Event::Bootstrap(vec!["eth0:10.0.0.1<0>"])));
+        assert_eq!(parse("NET : Using interface eth0:10.0.0.1<0>"), Some(Event::LegacyInterface("eth0:10.0.0.1<0>")));
         assert_eq!(parse("Using internal Network Socket"), Some(Event::UsingNetwork("Socket")));
         assert!(parse("Connected all rings").is_none());
         assert!(parse("").is_none());

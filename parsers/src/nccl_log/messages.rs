@@ -132,6 +132,9 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
         also.extend(class.take());
         class = Some(subsystem.to_string());
     }
+    if let Some(class) = CATALOGUE.completion_status(text).and_then(|s| s.class.clone()) {
+        also.push(class);
+    }
     if let Some(address) = CATALOGUE.unreachable_address(text) {
         also.push(address.class.clone());
     }

@@ -657,6 +657,12 @@ impl LogParser {
                 }
                 devices.into_iter().for_each(|d| push_unique(&mut self.network.devices, d))
             }
+            Event::LegacyInterface(interface) => {
+                self.first_line(format!("bootstrap/{interface}"), line.message);
+                push_unique(&mut self.network.bootstrap, interface);
+                let name = interface.split(':').next().unwrap_or(interface);
+                push_unique(&mut self.network.socket_interfaces, name);
+            }
             Event::SocketInterfaces(interfaces) => {
                 interfaces.into_iter().for_each(|d| push_unique(&mut self.network.socket_interfaces, d))
             }
