@@ -346,3 +346,18 @@ fn glued_legacy_and_merged_nic_lines() {
     assert_eq!(report.warnings[0].class.as_deref(), Some("bootstrap-connect-failure"));
     assert!(report.hosts.contains(&"oldhost".to_string()));
 }
+
+/// Hand-made in NCCL 2.4's shapes (`Ring %02d : %d -> %d [receive] via NET/...`
+/// from src/transport/net.cc of v2.4.8): an excerpt where some hops are only
+/// seen from the receiving side still gives the ring.
+#[test]
+fn receive_halves_are_ring_edges_too() {
+    let text = "a:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC\n\
+                a:2:2 [1] NCCL INFO Ring 00 : 1 -> 2 [send] via NET/IB/0\n\
+                b:3:3 [0] NCCL INFO Ring 00 : 2[0] -> 3[1] via P2P/IPC\n\
+                a:1:1 [0] NCCL INFO Ring 00 : 3 -> 0 [receive] via NET/IB/0\n";
+    let mut parser = LogParser::new();
+    topo_parsers::nccl_log::feed(text.as_bytes(), &mut parser).unwrap();
+    let report = parser.finish();
+    assert_eq!(report.communicators[0].rings[0].order, [0, 1, 2, 3]);
+}

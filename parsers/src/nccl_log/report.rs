@@ -1277,7 +1277,8 @@ impl CommState {
         }
         if edges.is_empty() {
             for (channel, conn_index, from, to, direction, _) in &self.connections {
-                if let (0, Some(to), Direction::None | Direction::Send) = (conn_index, to, direction) {
+                // `a -> b [receive]` (printed by b) is the same edge as `a -> b [send]`.
+                if let (0, Some(to), _) = (conn_index, to, direction) {
                     edges.entry(*channel).or_default().insert((*from, *to));
                 }
             }
