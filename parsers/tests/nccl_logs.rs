@@ -353,7 +353,7 @@ fn glued_legacy_and_merged_nic_lines() {
 #[test]
 fn receive_halves_are_ring_edges_too() {
     let text = "a:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC\n\
-                a:2:2 [1] NCCL INFO Ring 00 : 1 -> 2 [send] via NET/IB/0\n\
+                b:2:2 [1] NCCL INFO Ring 00 : 1 -> 2 [receive] via NET/IB/0\n\
                 b:3:3 [0] NCCL INFO Ring 00 : 2[0] -> 3[1] via P2P/IPC\n\
                 a:1:1 [0] NCCL INFO Ring 00 : 3 -> 0 [receive] via NET/IB/0\n";
     let mut parser = LogParser::new();
