@@ -421,3 +421,49 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
     // root cause, and some are judgement calls (INDEX.md says which).
     assert!(raised * 100 >= expected * 85, "{raised} of {expected} expected classes raised");
 }
+
+/// Labelled hand-made case (no public Inspector output comes with its job's
+/// log and machine): the real IBM H100 NCCL topology dump, a 2-rank log on its
+/// GPUs 0000:a4 and 0000:ae (NV18) whose ring goes over P2P, and NCCL
+/// Inspector records in the README's shape for that communicator. Large
+/// all-reduces far below what the NVLink hop carries are a finding; the same
+/// records at a healthy rate are not.
+#[test]
+fn inspector_busbw_is_held_against_the_rings_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nccl-topo/ibm-gx3d-h100x8.xml");
+    let log = dir.path().join("pair.log");
+    std::fs::write(
+        &log,
+        "box:100:100 [0] NCCL INFO ncclCommInitRank comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId a4000 commId 0x42 - Init START
+box:101:101 [1] NCCL INFO ncclCommInitRank comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId ae000 commId 0x42 - Init START
+box:100:100 [0] NCCL INFO Channel 00/02 : 0 1
+box:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/direct pointer
+box:101:101 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/direct pointer
+",
+    )
+    .unwrap();
+    let records = |busbw: f64| -> String {
+        (0..2)
+            .flat_map(|rank| {
+                (0..3).map(move |sn| {
+                    format!(
+                        "{{\"header\": {{\"id\": \"0x42\", \"rank\": {rank}, \"n_ranks\": 2, \"nnodes\": 1}}, \"metadata\": {{\"inspector_output_format_version\": \"v4.0\", \"git_rev\": \"\", \"rec_mechanism\": \"profiler_plugin\", \"dump_timestamp_us\": 1, \"hostname\": \"box\", \"pid\": {}}}, \"coll_perf\": {{\"coll\": \"AllReduce\", \"coll_sn\": {sn}, \"coll_msg_size_bytes\": 268435456, \"coll_exec_time_us\": 10000, \"coll_algobw_gbs\": {busbw}, \"coll_busbw_gbs\": {busbw}}}}}\n",
+                        100 + rank
+                    )
+                })
+            })
+            .collect()
+    };
+    let run = |busbw: f64| {
+        let inspector = dir.path().join(format!("inspector-{busbw}.log"));
+        std::fs::write(&inspector, records(busbw)).unwrap();
+        findings(&[log.to_str().unwrap(), inspector.to_str().unwrap(), "--from", machine.to_str().unwrap()])
+    };
+    let slow = run(80.0);
+    let low = slow.iter().find(|f| f.code == "busbw-below-links").unwrap_or_else(|| panic!("{slow:#?}"));
+    assert!(low.evidence[0].text.contains("median busbw 80.0 GB/s"), "{low:#?}");
+    assert_eq!(low.expected.as_deref(), Some("450.0 GB/s busbw"));
+    let healthy = run(400.0);
+    assert!(!healthy.iter().any(|f| f.code == "busbw-below-links"), "{healthy:#?}");
+}

@@ -158,6 +158,7 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
             hang.extend(crate::diagnose::hang::ras_findings(status, &report));
         }
         hang.extend(crate::diagnose::hang::inspector_findings(&inspector, &report));
+        hang.extend(crate::diagnose::hang::inspector_link_findings(&inspector, &report));
         hang.append(&mut findings);
         hang.sort_by_key(|f| std::cmp::Reverse(f.severity));
         findings = hang;

@@ -550,3 +550,81 @@ pub fn inspector_findings(records: &[InspectorRecord], log: &NcclReport) -> Vec<
         })
         .collect()
 }
+
+/// Messages below this are latency-bound: their busbw says nothing about the links.
+const LINK_BOUND_BYTES: u64 = 32 << 20;
+/// Below this share of what the ring's slowest hop should carry, busbw is low.
+const LOW_BUSBW_SHARE: f64 = 0.5;
+
+/// Inspector's busbw for large collectives against what the ring's links
+/// should carry: the slowest same-node hop's expected bandwidth of the log's
+/// communicator of the same size (hops annotated from `--from` or the log's own
+/// topology dump). Only where every hop of a ring has an expectation; a ring
+/// that leaves the node is not judged (the NIC's share is not known here).
+pub fn inspector_link_findings(records: &[InspectorRecord], log: &NcclReport) -> Vec<Finding> {
+    let mut by_comm: std::collections::BTreeMap<(&str, u32), Vec<&InspectorRecord>> = Default::default();
+    for record in records.iter().filter(|r| r.msg_size_bytes >= LINK_BOUND_BYTES && r.busbw_gbs.is_finite()) {
+        by_comm.entry((record.comm.as_str(), record.n_ranks)).or_default().push(record);
+    }
+    let mut out = Vec::new();
+    for ((comm, n_ranks), list) in by_comm {
+        let Some(expected) = ring_bottleneck(log, n_ranks) else { continue };
+        let mut busbw: Vec<f64> = list.iter().map(|r| r.busbw_gbs).collect();
+        busbw.sort_by(f64::total_cmp);
+        let median = busbw[busbw.len() / 2];
+        if median >= expected * LOW_BUSBW_SHARE {
+            continue;
+        }
+        let Some(slowest) = list.iter().min_by(|a, b| a.busbw_gbs.total_cmp(&b.busbw_gbs)) else { continue };
+        let evidence = vec![
+            Evidence {
+                at: "inspector".into(),
+                text: format!(
+                    "comm {comm}: median busbw {median:.1} GB/s over {} collectives of {} MiB or more; the ring's \
+                     slowest hop should carry {expected:.1} GB/s",
+                    list.len(),
+                    LINK_BOUND_BYTES >> 20
+                ),
+            },
+            Evidence {
+                at: format!("{}:{}", slowest.file, slowest.line),
+                text: format!("{} #{}: rank {} {:.1} GB/s", slowest.coll, slowest.sn, slowest.rank, slowest.busbw_gbs),
+            },
+        ];
+        let mut finding = Finding::new(
+            "busbw-below-links",
+            Severity::Warning,
+            format!("comm {comm}: collectives move {median:.1} GB/s where the ring's links carry {expected:.1} GB/s"),
+            evidence,
+            "For large messages a ring's bus bandwidth approaches the bandwidth of its slowest hop; far below it, \
+             something else limits the collective: fewer channels, a hop through slower hardware than the ring \
+             shows, clocks or contention on the GPUs or host.",
+            "Compare with nccl-tests on the same GPUs (all_reduce_perf -b 64M -e 1G), check the channel count and \
+             protocol NCCL chose (NCCL_DEBUG_SUBSYS=INIT,TUNING), and run `topo probe` on the node.",
+        );
+        finding.expected = Some(format!("{expected:.1} GB/s busbw"));
+        finding.actual = Some(format!("{median:.1} GB/s median"));
+        out.push(finding.on(list.iter().filter_map(|r| r.host.clone()), list.iter().map(|r| r.rank)));
+    }
+    out
+}
+
+/// The expected bandwidth of the slowest hop of the log's rings, in the
+/// communicator of `n_ranks` ranks, when every ring hop has one.
+fn ring_bottleneck(log: &NcclReport, n_ranks: u32) -> Option<f64> {
+    let comm = log.communicators.iter().find(|c| c.nranks == Some(n_ranks) && !c.rings.is_empty())?;
+    let mut slowest: Option<f64> = None;
+    for ring in &comm.rings {
+        for (i, &from) in ring.order.iter().enumerate() {
+            let to = ring.order[(i + 1) % ring.order.len()];
+            let hop =
+                comm.connections.iter().find(|c| c.channel == ring.channel && c.from == from && c.to == Some(to))?;
+            if hop.cross_node == Some(true) {
+                return None;
+            }
+            let gbps = hop.hardware.as_ref()?.expected_gbps?;
+            slowest = Some(slowest.map_or(gbps, |s: f64| s.min(gbps)));
+        }
+    }
+    slowest
+}
