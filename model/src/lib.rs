@@ -17,6 +17,7 @@ pub mod inspector;
 pub mod matrix;
 pub mod measure;
 pub mod nccl;
+pub mod nccl_graph;
 pub mod nvml;
 pub mod path;
 pub mod pcie;

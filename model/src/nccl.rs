@@ -87,6 +87,9 @@ pub struct NcclReport {
     /// memory stays bounded whatever the input; the counts say what is missing.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub not_kept: BTreeMap<String, u64>,
+    /// Graphs NCCL wrote to `NCCL_GRAPH_DUMP_FILE` (one entry per file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub graph_dumps: Vec<crate::nccl_graph::GraphDump>,
 }
 
 /// One watchdog timeout: which rank, which collective (`ALLREDUCE`, sequence

@@ -277,6 +277,10 @@ pub struct NvmlLink {
     pub remote_type: Answer<String>,
     pub capabilities: LinkCapabilities,
     pub errors: LinkErrors,
+    /// The link's speed as `nvidia-smi nvlink -s` prints it (GB/s per
+    /// direction); only pasted output carries it (NVML gives the version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_gbps: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

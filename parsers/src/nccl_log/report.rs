@@ -1063,6 +1063,7 @@ impl LogParser {
         progress.sort_by(|a, b| (&a.host, a.pid, &a.comm).cmp(&(&b.host, b.pid, &b.comm)));
         let mut report = NcclReport {
             schema_version: NCCL_REPORT_SCHEMA_VERSION,
+            graph_dumps: Vec::new(),
             inputs: Vec::new(),
             nccl_versions: self.versions.into_iter().collect(),
             hosts: host_list,
