@@ -76,6 +76,10 @@ pub enum Source {
     /// Rebuilt from pasted `lspci -tv` and/or `lspci -vvv` text: real bus IDs;
     /// NUMA nodes only where `lspci -v` printed them, no CPU lists, no NVLink.
     Lspci { path: String },
+    /// A directory of pasted tool outputs (`topo show --from DIR`): the tree
+    /// from lspci or `nvidia-smi topo -m` when present, GPU facts from
+    /// `nvidia-smi -q`; each file's contribution is in the notices.
+    Bundle { path: String },
 }
 
 /// Renders any serialisable value as YAML (all YAML goes through this module,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use topo_model::nvml::{DeviceAnswers, clock_event_reasons};
+use topo_model::nvml::{Answer, DeviceAnswers, clock_event_reasons};
 use topo_model::{Evidence, Finding, Severity, Snapshot};
 
 use super::facts::{evidence, nvml_gpus};
@@ -12,7 +12,12 @@ use super::facts::{evidence, nvml_gpus};
 /// (A SKU whose design uses fewer links, like H100 NVL's 12 of 18, has all
 /// its GPUs at the same count and so is not flagged.)
 pub(super) fn nvlink_inactive(snapshot: &Snapshot) -> Option<Finding> {
-    let gpus = nvml_gpus(snapshot);
+    // GPUs whose link states are all unanswered (a pasted `nvidia-smi nvlink -e`
+    // lists links with counters, not states) say nothing about inactive links.
+    let gpus: Vec<_> = nvml_gpus(snapshot)
+        .into_iter()
+        .filter(|(_, d)| d.nvlinks.is_empty() || d.nvlinks.iter().any(|l| !matches!(l.active, Answer::NotSupported)))
+        .collect();
     let active = |d: &DeviceAnswers| d.nvlinks.iter().filter(|l| l.active.ok() == Some(&true)).count();
     let mut best: BTreeMap<String, usize> = BTreeMap::new();
     for (_, d) in &gpus {

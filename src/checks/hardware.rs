@@ -4,7 +4,7 @@
 
 use topo_model::{Finding, Snapshot};
 
-use super::{gpu, host, pcie};
+use super::{gpu, host, nccl_graph, p2p, pcie};
 
 type Check = fn(&Snapshot) -> Option<Finding>;
 
@@ -18,6 +18,8 @@ pub const CHECKS: &[Check] = &[
     gpu::gpu_memory_errors,
     gpu::clock_throttle,
     gpu::gpu_lost,
+    p2p::p2p_not_supported,
+    nccl_graph::channel_nic_not_nearest,
     host::ib_port_down,
     host::ib_port_slow,
     host::mtu_mismatch,

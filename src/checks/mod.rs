@@ -6,6 +6,8 @@ mod facts;
 mod gpu;
 mod hardware;
 mod host;
+mod nccl_graph;
+mod p2p;
 mod pcie;
 
 use topo_model::{BusId, Finding, Snapshot, Topology};

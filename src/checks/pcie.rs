@@ -4,7 +4,7 @@
 use topo_model::{BusId, Evidence, Finding, NicKind, Severity, Snapshot};
 
 use super::endpoints;
-use super::facts::{evidence, gpu_label, path_bridges};
+use super::facts::{evidence, gpu_label, nvml_gpus, path_bridges};
 
 /// Every PCIe hop from a GPU or NIC up to its root port, below its capability.
 /// A GPU running below its top generation is often idle (GPUs drop their link
@@ -29,6 +29,25 @@ pub(super) fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
                 (false, true) => gpu_speed.push(item),
                 (false, false) => speed.push(item),
             }
+        }
+    }
+    // GPUs no PCI tree shows (a pasted `nvidia-smi -q` alone): the link NVML reports.
+    for (index, d) in nvml_gpus(snapshot) {
+        let Some(bus) = d.bus_id().filter(|b| topology.pci(*b).is_none()) else { continue };
+        let small = |a: &topo_model::nvml::Answer<u32>| a.ok().and_then(|v| u8::try_from(*v).ok());
+        let link = topo_model::PcieLink {
+            current: topo_model::PcieLinkSpec::new(small(&d.pcie.gen_current), small(&d.pcie.width_current)),
+            max: topo_model::PcieLinkSpec::new(small(&d.pcie.gen_max), small(&d.pcie.width_max)),
+        };
+        if !link.is_downtrained() {
+            continue;
+        }
+        let (now, max) = (link.current, link.max);
+        let text = format!("{} now, {} capable", now.label(), max.label());
+        let item = (evidence(format!("NVML GPU{index} {bus}"), text), (link_bandwidth(now, max), link_bandwidth(max, max)));
+        match matches!((now.width, max.width), (Some(n), Some(m)) if n < m) {
+            true => lanes.push(item),
+            false => gpu_speed.push(item),
         }
     }
     let (severity, title, mut items) = match (lanes.is_empty(), speed.is_empty()) {

@@ -119,7 +119,13 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     let mut report = match (logs.is_empty(), machine.as_ref().and_then(|m| m.nccl.clone())) {
         (false, _) => sources::nccl_report(&logs),
         (true, Some(report)) => report,
-        (true, None) if !dumps.is_empty() || !ras.is_empty() || !inspector.is_empty() => {
+        // A bundle of pasted outputs is judged on its own: its hardware facts need no log.
+        (true, None)
+            if !dumps.is_empty()
+                || !ras.is_empty()
+                || !inspector.is_empty()
+                || args.from.as_deref().is_some_and(crate::bundle::is_bundle) =>
+        {
             topo_model::nccl::NcclReport::default()
         }
         (true, None) => {

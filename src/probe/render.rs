@@ -40,13 +40,18 @@ fn copy_what(copy: &CopyResult) -> String {
 
 fn copies(out: &mut String, report: &ProbeReport) {
     let bytes = report.copies.first().map_or(0, |c| c.bytes);
-    let _ = writeln!(
-        out,
-        "Copies: {} each, {} iterations after {} warm-up, CUDA events; both-way figures add the two directions",
-        size_label(bytes),
-        report.settings.iterations,
-        report.settings.warmup
-    );
+    if bytes == 0 {
+        // Figures another tool measured (nvbandwidth): its sizes and repetitions are its own.
+        out.push_str("Copies (sizes and repetitions as the measuring tool chose):\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "Copies: {} each, {} iterations after {} warm-up, CUDA events; both-way figures add the two directions",
+            size_label(bytes),
+            report.settings.iterations,
+            report.settings.warmup
+        );
+    }
     let _ = writeln!(
         out,
         "{:<4} {:<16} {:<16} {:>12} {:>12} {:>6}",

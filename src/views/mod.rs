@@ -4,6 +4,7 @@ pub mod document;
 pub mod dot;
 pub mod findings;
 pub mod gpus;
+pub mod graph_dump;
 pub mod job;
 pub mod nccl;
 pub mod plain;

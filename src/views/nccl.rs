@@ -29,6 +29,7 @@ pub fn render(report: &NcclReport) -> String {
     for (index, comm) in report.communicators.iter().enumerate() {
         communicator(&mut out, index, comm);
     }
+    super::graph_dump::render(&mut out, &report.graph_dumps);
     logged_topology(&mut out, report);
     network(&mut out, report);
     environment(&mut out, report);

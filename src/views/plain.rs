@@ -33,10 +33,21 @@ pub fn render(snapshot: &Snapshot, colour: bool) -> String {
     interfaces(&mut out, topology);
     pci_tree(&mut out, topology, !endpoints.is_empty());
     if let Some(report) = &snapshot.probe {
-        let driver = report.cuda_driver.as_deref().unwrap_or("?");
-        let nccl = report.nccl_version.as_deref().unwrap_or("not used");
-        let _ = writeln!(out, "\nLive probe (topo probe; CUDA driver {driver}, NCCL {nccl})\n");
+        match report.launcher.as_deref().filter(|l| l.starts_with("nvbandwidth")) {
+            // Pasted nvbandwidth figures (a bundle), held against the same paths.
+            Some(run) => {
+                let _ = writeln!(out, "\nMeasured by {run}\n");
+            }
+            None => {
+                let driver = report.cuda_driver.as_deref().unwrap_or("?");
+                let nccl = report.nccl_version.as_deref().unwrap_or("not used");
+                let _ = writeln!(out, "\nLive probe (topo probe; CUDA driver {driver}, NCCL {nccl})\n");
+            }
+        }
         crate::probe::render::tables(&mut out, report);
+    }
+    if let Some(report) = snapshot.nccl.as_ref().filter(|r| !r.graph_dumps.is_empty()) {
+        super::graph_dump::render(&mut out, &report.graph_dumps);
     }
     out
 }
@@ -48,6 +59,7 @@ fn header(out: &mut String, snapshot: &Snapshot) {
         Source::Example { name } => format!("bundled example {name}"),
         Source::NvidiaSmiText { path } => format!("nvidia-smi topo -m text {path} (bus IDs synthetic)"),
         Source::Lspci { path } => format!("lspci text {path} (PCIe only: no NVLink)"),
+        Source::Bundle { path } => format!("pasted outputs in {path}"),
     };
     let host = snapshot.host.hostname.as_deref().unwrap_or("(unnamed host)");
     let _ = writeln!(out, "{host}: {source}");

@@ -156,6 +156,7 @@ fn nvlinks(nvml: &Nvml, device: &Device) -> Vec<NvmlLink> {
                 crc_flit: errors(ErrorCounter::DlCrcFlit),
                 crc_data: errors(ErrorCounter::DlCrcData),
             },
+            speed_gbps: None,
         });
     }
     links

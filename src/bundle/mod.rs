@@ -1,46 +1,30 @@
 //! `--from DIR` where DIR holds one machine's pasted outputs (`lspci -tv`,
-//! `lspci -vvv`, `ibstat`/`ibv_devinfo`, `nvidia-smi topo -m`) in files of any
-//! name, each recognised by its content. The machine is rebuilt from lspci,
-//! the RDMA devices are joined to it, and what every file contributed is
-//! listed; `nvidia-smi topo -m` is held against the rebuilt matrix cell by
-//! cell and every difference is reported as a contradiction. A directory with
-//! snapshot files (`.yaml`, `.json`) is a cluster, not a bundle.
+//! `lspci -vvv`, `ibstat`/`ibv_devinfo`, `nvidia-smi topo -m`, `nvidia-smi -q`
+//! or `-q -x`, `nvidia-smi nvlink -s`/`-e`, `nvidia-smi topo -p2p`,
+//! nvbandwidth, NCCL graph dumps) in files of any name, each recognised by its
+//! content. The machine is rebuilt from lspci (or `topo -m`, or `-q` alone),
+//! the RDMA devices and the GPUs' own answers are joined to it, measured
+//! copies and NCCL's graphs are kept beside it, and what every file
+//! contributed is listed; every disagreement between files is reported as a
+//! contradiction. A directory with snapshot files (`.yaml`, `.json`) is a
+//! cluster, not a bundle.
+
+mod gpu_answers;
+mod measured;
+mod recognise;
+
+use std::collections::BTreeSet;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use topo_model::{HostInfo, Snapshot, Source, Topology};
-use topo_parsers::{ibstat, lspci, nvidia_smi};
+use topo_parsers::{ibstat, lspci, nccl_graph, nvbandwidth, nvidia_smi, nvidia_smi_q, nvlink, p2p_matrix};
 
 /// Larger files are not pasted command output; they are listed and skipped.
 const MAX_FILE_BYTES: u64 = 16 << 20;
 
-/// What one file was recognised as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Lspci,
-    Ibstat,
-    IbvDevinfo,
-    NvidiaSmiTopo,
-}
-
-fn recognise(text: &str) -> Option<Kind> {
-    let smi = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .is_some_and(|l| l.starts_with(char::is_whitespace) && l.split_whitespace().next() == Some("GPU0"));
-    if smi {
-        Some(Kind::NvidiaSmiTopo)
-    } else if lspci::looks_like_tree(text) || lspci::looks_like_verbose(text) {
-        Some(Kind::Lspci)
-    } else if ibstat::looks_like_ibv_devinfo(text) {
-        Some(Kind::IbvDevinfo)
-    } else if ibstat::looks_like_ibstat(text) {
-        Some(Kind::Ibstat)
-    } else {
-        None
-    }
-}
+use recognise::{Kind, recognise};
 
 fn files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -75,6 +59,9 @@ pub fn load(dir: &Path) -> anyhow::Result<Snapshot> {
     let mut lspci_text = String::new();
     let mut rdma: Option<(String, Vec<topo_model::Nic>)> = None;
     let mut smi: Option<(String, nvidia_smi::SmiMatrix)> = None;
+    let mut pasted = gpu_answers::Pasted::default();
+    let mut runs: Vec<(String, nvbandwidth::NvbandwidthRun)> = Vec::new();
+    let mut graphs = Vec::new();
     for path in files(dir)? {
         let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
         let Some(text) = read_small(&path) else {
@@ -109,23 +96,47 @@ pub fn load(dir: &Path) -> anyhow::Result<Snapshot> {
                 ));
                 smi = Some((name, matrix));
             }
+            Some(Kind::NvidiaSmiQuery) => {
+                pasted.queries.push((name.clone(), nvidia_smi_q::parse(&text).with_context(|| name.clone())?));
+            }
+            Some(Kind::NvidiaSmiNvlink) => {
+                pasted.nvlinks.push((name.clone(), nvlink::parse(&text).with_context(|| name.clone())?));
+            }
+            Some(Kind::NvidiaSmiP2p) => {
+                pasted.p2p.push((name.clone(), p2p_matrix::parse(&text).with_context(|| name.clone())?));
+            }
+            Some(Kind::Nvbandwidth) => {
+                runs.push((name.clone(), nvbandwidth::parse(&text).with_context(|| name.clone())?));
+            }
+            Some(Kind::NcclGraph) => {
+                let dump = nccl_graph::parse(&text, &name).with_context(|| name.clone())?;
+                let channels: usize = dump.graphs.iter().map(|g| g.channels.len()).sum();
+                notices.push(format!(
+                    "bundle: {name}: NCCL graph dump ({} graphs, {channels} channels: GPU order and NICs per channel)",
+                    dump.graphs.len()
+                ));
+                graphs.push(dump);
+            }
             None => notices.push(format!("bundle: {name}: not recognised, skipped")),
         }
     }
-    let mut topology = if lspci_text.is_empty() {
-        match &smi {
-            Some((_, matrix)) => {
-                let (topology, warnings) = nvidia_smi::to_topology(matrix);
-                notices.extend(warnings);
-                topology
-            }
-            None => bail!("{}: no lspci or nvidia-smi topo -m output among the files", dir.display()),
-        }
-    } else {
+    let recording = (!pasted.is_empty()).then(|| gpu_answers::recording(&pasted, &mut notices));
+    let mut topology = if !lspci_text.is_empty() {
         let imported = lspci::import(&lspci_text).with_context(|| dir.display().to_string())?;
         notices.extend(imported.warnings);
         imported.topology
+    } else if let Some((_, matrix)) = &smi {
+        let (topology, warnings) = nvidia_smi::to_topology(matrix);
+        notices.extend(warnings);
+        topology
+    } else if recording.as_ref().is_some_and(|r| r.answered().any(|(_, d)| d.bus_id().is_some())) {
+        // `nvidia-smi -q` alone: the GPUs at their bus IDs, no PCIe tree.
+        Topology::default()
+    } else {
+        bail!("{}: no lspci, nvidia-smi topo -m or nvidia-smi -q output among the files", dir.display())
     };
+    let lspci_gpus: Option<BTreeSet<topo_model::BusId>> =
+        (!lspci_text.is_empty()).then(|| topology.gpus.iter().map(|g| g.bus_id).collect());
     if let Some((name, devices)) = &rdma
         && !lspci_text.is_empty()
         && let Err(why) = lspci::attach_rdma_devices(&mut topology, devices)
@@ -137,8 +148,47 @@ pub fn load(dir: &Path) -> anyhow::Result<Snapshot> {
     {
         notices.extend(contradictions(&topology, matrix, name));
     }
-    let source = Source::Lspci { path: dir.display().to_string() };
+    if let Some(recording) = &recording {
+        let smi_ref = smi.as_ref().map(|(n, m)| (n.as_str(), m));
+        notices.extend(gpu_answers::contradictions(&pasted, recording, lspci_gpus.as_ref(), smi_ref));
+        // Synthetic bus IDs (a topology rebuilt from `topo -m`) cannot join by bus ID.
+        if topology.gpus.iter().all(|g| !g.bus_id.is_synthetic() && g.bus_id.domain != 0xfffe) {
+            gpu_answers::apply(recording, &mut topology, &mut notices);
+        }
+    }
+    let source = Source::Bundle { path: dir.display().to_string() };
     let mut snapshot = Snapshot::new(source, HostInfo::default(), topology, Vec::new());
+    snapshot.nvml = recording;
+    if let Some((name, run)) = runs.first() {
+        let (report, skipped) = measured::report(run, &snapshot.topology, name);
+        let compared = report.copies.iter().filter(|c| c.expectation.expected.is_some()).count();
+        notices.push(format!(
+            "bundle: {name}: nvbandwidth {} ({} test cases, {} copies measured, {compared} held against their path{})",
+            run.version.as_deref().unwrap_or("(version not printed)"),
+            run.testcases.len(),
+            report.copies.len(),
+            if skipped.is_empty() { String::new() } else { format!("; not compared: {}", skipped.join(", ")) }
+        ));
+        for gpu in &report.gpus {
+            if let Ok(bus) = gpu.bus_id.parse::<topo_model::BusId>()
+                && !snapshot.topology.gpus.is_empty()
+                && snapshot.topology.gpu(bus).is_none()
+            {
+                notices.push(format!("contradiction: {name} ran on a GPU at {bus}, the other files show no GPU there"));
+            }
+        }
+        snapshot.probe = Some(report);
+    }
+    for (name, _) in runs.iter().skip(1) {
+        notices.push(format!("bundle: {name}: nvbandwidth, skipped (only the first run is kept)"));
+    }
+    if !graphs.is_empty() {
+        snapshot.nccl = Some(topo_model::nccl::NcclReport {
+            schema_version: topo_model::nccl::NCCL_REPORT_SCHEMA_VERSION,
+            graph_dumps: graphs,
+            ..Default::default()
+        });
+    }
     snapshot.notices.extend(notices);
     Ok(snapshot)
 }
