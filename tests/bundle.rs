@@ -102,3 +102,157 @@ fn topo_show_from_a_bundle_directory() {
     assert!(stderr.contains("nvidia-smi topo -m (8 endpoints), checked against the rest"), "{stderr}");
     assert!(!stderr.contains("contradiction"), "{stderr}");
 }
+
+fn notices_of(snapshot: &topo_model::Snapshot, prefix: &str) -> Vec<String> {
+    snapshot.notices.iter().filter(|n| n.starts_with(prefix)).cloned().collect()
+}
+
+fn findings(snapshot: &topo_model::Snapshot) -> Vec<topo_model::Finding> {
+    topo::checks::hardware(snapshot)
+}
+
+/// The eight-A100 machine whose `nvidia-smi -q -d ECC`, `nvlink -s -i 0` and
+/// `nvlink -e` were published together: one GPU's 87 corrected DRAM errors are
+/// recorded, the links join their GPUs by UUID, and nothing is contradicted.
+#[test]
+fn a100_pastes_record_nvml_answers_by_bus_id_and_uuid() {
+    let dir = bundle(&[
+        "nvidia-smi-q/brev-a100-sxm4-40gb-x8-q-d-ecc.txt",
+        "nvidia-smi-nvlink/brev-a100-sxm4-40gb-x8-nvlink-s-i0.txt",
+        "nvidia-smi-nvlink/brev-a100-sxm4-40gb-x8-nvlink-e.txt",
+    ]);
+    let snapshot = load(dir.path());
+    assert!(notices_of(&snapshot, "contradiction").is_empty(), "{:#?}", snapshot.notices);
+    assert!(notices_of(&snapshot, "bundle: paste-0.txt: nvidia-smi -q (driver 535.161.08, 8 GPUs").len() == 1);
+    let nvml = snapshot.nvml.as_ref().unwrap();
+    assert_eq!(nvml.devices.len(), 8, "the nvlink listings add no GPU of their own");
+    let (_, gpu1) = nvml.answered().nth(1).unwrap();
+    assert_eq!(gpu1.bus_id().unwrap().to_string(), "0000:0b:00.0");
+    assert_eq!(gpu1.ecc.aggregate_corrected.ok(), Some(&87));
+    let gpu0 = nvml.answered().next().unwrap().1;
+    assert_eq!(gpu0.nvlinks.len(), 12);
+    assert!(gpu0.nvlinks.iter().all(|l| l.speed_gbps == Some(25.0) && l.errors.replay.ok() == Some(&0)));
+    assert_eq!(snapshot.topology.gpus.iter().map(|g| g.index).collect::<Vec<_>>(), (0..8).map(Some).collect::<Vec<_>>());
+    // `-e` lists counters, not states: no GPU is taken for one with its links down.
+    assert!(findings(&snapshot).iter().all(|f| f.code != "nvlink-inactive"), "{:#?}", findings(&snapshot));
+}
+
+/// Two RTX 5090s under one host bridge whose `topo -p2p rw` says GNS: P2P is
+/// refused where the PCIe path allows it.
+#[test]
+fn p2p_refused_between_gpus_the_topology_connects() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["club-3090-1229-2x5090-topo-m.txt", "club-3090-1229-2x5090-p2p-rw.txt"] {
+        std::fs::copy(fixtures().join("nvidia-smi-p2p").join(file), dir.path().join(file)).unwrap();
+    }
+    let snapshot = load(dir.path());
+    assert!(notices_of(&snapshot, "bundle: club-3090-1229-2x5090-p2p-rw.txt: nvidia-smi topo -p2p (2 GPUs, read").len() == 1);
+    let found = findings(&snapshot);
+    let p2p = found.iter().find(|f| f.code == "p2p-not-supported").expect("p2p finding");
+    assert_eq!(p2p.evidence[0].text, "PHB path; P2P read gpu-not-supported");
+
+    // Five GPUs whose `topo -p2p p` is all OK: nothing to report.
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["aikitoria-13-5gpu-topo-m.txt", "aikitoria-13-5gpu-p2p-p.txt"] {
+        std::fs::copy(fixtures().join("nvidia-smi-p2p").join(file), dir.path().join(file)).unwrap();
+    }
+    let snapshot = load(dir.path());
+    assert_eq!(snapshot.nvml.as_ref().unwrap().pairs.len(), 20);
+    assert!(findings(&snapshot).iter().all(|f| f.code != "p2p-not-supported"));
+}
+
+/// The ASUS machine's pastes with a hand-made nvbandwidth run (named as such:
+/// no real run of this machine is published) in which GPU 3's host copies
+/// crawl: the copies are held against each GPU's PCIe link and the probe's
+/// slow-link finding names GPU 3.
+#[test]
+fn nvbandwidth_copies_are_held_against_their_paths() {
+    let mut files = ASUS.to_vec();
+    files.push("nvbandwidth/handmade-asus-h2d-ce-gpu3-slow.txt");
+    let dir = bundle(&files);
+    let snapshot = load(dir.path());
+    assert!(notices_of(&snapshot, "contradiction").is_empty(), "{:#?}", snapshot.notices);
+    let said = notices_of(&snapshot, "bundle: paste-6.txt: nvbandwidth v0.8");
+    assert!(said[0].contains("4 copies measured, 4 held against their path; not compared: device_to_device_bidirectional_memcpy_read_ce"), "{said:?}");
+    let probe = snapshot.probe.as_ref().unwrap();
+    assert_eq!(probe.gpus.iter().map(|g| g.bus_id.as_str()).collect::<Vec<_>>(), ["0000:01:00.0", "0000:41:00.0", "0000:c1:00.0", "0000:e1:00.0"]);
+    let found = findings(&snapshot);
+    let slow = found.iter().find(|f| f.code == "probe-slow-link").expect("slow link");
+    assert_eq!(slow.evidence.len(), 1);
+    assert!(slow.evidence[0].at.contains("GPU 3"), "{slow:#?}");
+}
+
+/// Real files of different machines put together: the contradictions name them.
+#[test]
+fn pastes_of_different_machines_contradict() {
+    let mut files = ASUS[..3].to_vec();
+    files.push("nvidia-smi-q/princeton-della-h100-nvidia-smi-a.txt");
+    files.push("nvbandwidth/nvbandwidth-issue42-a100-h2d-sm.txt");
+    let dir = bundle(&files);
+    let snapshot = load(dir.path());
+    let contradictions = notices_of(&snapshot, "contradiction");
+    assert!(contradictions.contains(&"contradiction: paste-3.txt lists a GPU at 0000:19:00.0, lspci shows no GPU there".to_string()), "{contradictions:#?}");
+    assert!(contradictions.contains(&"contradiction: paste-4.txt ran on a GPU at 0000:99:00.0, the other files show no GPU there".to_string()), "{contradictions:#?}");
+}
+
+/// A hand-made `nvidia-smi nvlink -s` (a fault no published output shows):
+/// the H800 listing with two of GPU 1's links `<inactive>`, against a
+/// `topo -m` that counts NV8 between every pair.
+#[test]
+fn inactive_nvlinks_contradict_topo_m() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::fs::read_to_string(fixtures().join("nvidia-smi-nvlink/h800-x8-nvlink-status.txt")).unwrap();
+    let broken = status.replacen("GPU 1: NVIDIA H800 (UUID: GPU-f5046fa5-3db4-45e8-870a-dc1376becaa5)\n         Link 0: 26.562 GB/s\n         Link 1: 26.562 GB/s", "GPU 1: NVIDIA H800 (UUID: GPU-f5046fa5-3db4-45e8-870a-dc1376becaa5)\n         Link 0: <inactive>\n         Link 1: <inactive>", 1);
+    assert_ne!(broken, status);
+    std::fs::write(dir.path().join("handmade-nvlink-s.txt"), broken).unwrap();
+    let labels: Vec<String> = (0..8).map(|i| format!("GPU{i}")).collect();
+    let mut topo_m = format!("\t{}\tCPU Affinity\tNUMA Affinity\n", labels.join("\t"));
+    for (i, label) in labels.iter().enumerate() {
+        let cells: Vec<&str> = (0..8).map(|j| if i == j { " X " } else { "NV8" }).collect();
+        topo_m.push_str(&format!("{label}\t{}\t0-31\t0\n", cells.join("\t")));
+    }
+    std::fs::write(dir.path().join("handmade-topo-m.txt"), topo_m).unwrap();
+    let snapshot = load(dir.path());
+    let contradictions = notices_of(&snapshot, "contradiction");
+    assert_eq!(
+        contradictions,
+        ["contradiction: GPU1: handmade-topo-m.txt says NV8, handmade-nvlink-s.txt shows 6 active and 2 inactive links"]
+    );
+}
+
+/// NCCL graph dumps are kept beside the topology and shown like logged rings.
+#[test]
+fn graph_dumps_are_shown_per_channel() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fixtures().join("nccl-graph/azure-ncv4-a100x4-graph.xml"), dir.path().join("graph.xml.txt")).unwrap();
+    std::fs::copy(fixtures().join("nvidia-smi-q/princeton-della-h100-nvidia-smi-a.txt"), dir.path().join("q.txt")).unwrap();
+    let output = assert_cmd::Command::cargo_bin("topo")
+        .unwrap()
+        .args(["show", "--plain", "--from"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let graphs = &stdout[stdout.find("NCCL graph dump").expect("graph section")..];
+    insta::assert_snapshot!("bundle_graph_dump_azure_ncv4", graphs);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("bundle: graph.xml.txt: NCCL graph dump (3 graphs, 10 channels"), "{stderr}");
+}
+
+/// `topo diagnose --from DIR` judges a bundle with no log.
+#[test]
+fn diagnose_reads_a_bundle_without_a_log() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["club-3090-1229-2x5090-topo-m.txt", "club-3090-1229-2x5090-p2p-rw.txt"] {
+        std::fs::copy(fixtures().join("nvidia-smi-p2p").join(file), dir.path().join(file)).unwrap();
+    }
+    let output = assert_cmd::Command::cargo_bin("topo")
+        .unwrap()
+        .args(["diagnose", "--fail-on", "warning", "--from"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    insta::assert_snapshot!("bundle_diagnose_2x5090_p2p", String::from_utf8_lossy(&output.stdout));
+}

@@ -133,8 +133,11 @@ pub(super) fn recording(pasted: &Pasted, notices: &mut Vec<String>) -> NvmlRecor
             };
             let at = match recording.devices.iter().position(by_uuid) {
                 Some(i) => i,
-                None => match recording.devices.iter().position(|d| d.index == gpu.index) {
-                    Some(i) if pasted.queries.is_empty() || gpu.uuid.is_none() => i,
+                // By index where the GPU there has no other UUID (`-q -d ECC` prints none).
+                None => match recording.devices.iter().position(|d| {
+                    d.index == gpu.index && d.answers.as_ref().is_none_or(|a| a.uuid.ok().is_none() || gpu.uuid.is_none())
+                }) {
+                    Some(i) => i,
                     _ => {
                         let answers = DeviceAnswers {
                             name: Answer::Ok(gpu.name.clone()),
