@@ -132,7 +132,10 @@ fn a100_pastes_record_nvml_answers_by_bus_id_and_uuid() {
     let gpu0 = nvml.answered().next().unwrap().1;
     assert_eq!(gpu0.nvlinks.len(), 12);
     assert!(gpu0.nvlinks.iter().all(|l| l.speed_gbps == Some(25.0) && l.errors.replay.ok() == Some(&0)));
-    assert_eq!(snapshot.topology.gpus.iter().map(|g| g.index).collect::<Vec<_>>(), (0..8).map(Some).collect::<Vec<_>>());
+    assert_eq!(
+        snapshot.topology.gpus.iter().map(|g| g.index).collect::<Vec<_>>(),
+        (0..8).map(Some).collect::<Vec<_>>()
+    );
     // `-e` lists counters, not states: no GPU is taken for one with its links down.
     assert!(findings(&snapshot).iter().all(|f| f.code != "nvlink-inactive"), "{:#?}", findings(&snapshot));
 }
@@ -146,7 +149,10 @@ fn p2p_refused_between_gpus_the_topology_connects() {
         std::fs::copy(fixtures().join("nvidia-smi-p2p").join(file), dir.path().join(file)).unwrap();
     }
     let snapshot = load(dir.path());
-    assert!(notices_of(&snapshot, "bundle: club-3090-1229-2x5090-p2p-rw.txt: nvidia-smi topo -p2p (2 GPUs, read").len() == 1);
+    assert!(
+        notices_of(&snapshot, "bundle: club-3090-1229-2x5090-p2p-rw.txt: nvidia-smi topo -p2p (2 GPUs, read").len()
+            == 1
+    );
     let found = findings(&snapshot);
     let p2p = found.iter().find(|f| f.code == "p2p-not-supported").expect("p2p finding");
     assert_eq!(p2p.evidence[0].text, "PHB path; P2P read gpu-not-supported");
@@ -173,9 +179,17 @@ fn nvbandwidth_copies_are_held_against_their_paths() {
     let snapshot = load(dir.path());
     assert!(notices_of(&snapshot, "contradiction").is_empty(), "{:#?}", snapshot.notices);
     let said = notices_of(&snapshot, "bundle: paste-6.txt: nvbandwidth v0.8");
-    assert!(said[0].contains("4 copies measured, 4 held against their path; not compared: device_to_device_bidirectional_memcpy_read_ce"), "{said:?}");
+    assert!(
+        said[0].contains(
+            "4 copies measured, 4 held against their path; not compared: device_to_device_bidirectional_memcpy_read_ce"
+        ),
+        "{said:?}"
+    );
     let probe = snapshot.probe.as_ref().unwrap();
-    assert_eq!(probe.gpus.iter().map(|g| g.bus_id.as_str()).collect::<Vec<_>>(), ["0000:01:00.0", "0000:41:00.0", "0000:c1:00.0", "0000:e1:00.0"]);
+    assert_eq!(
+        probe.gpus.iter().map(|g| g.bus_id.as_str()).collect::<Vec<_>>(),
+        ["0000:01:00.0", "0000:41:00.0", "0000:c1:00.0", "0000:e1:00.0"]
+    );
     let found = findings(&snapshot);
     let slow = found.iter().find(|f| f.code == "probe-slow-link").expect("slow link");
     assert_eq!(slow.evidence.len(), 1);
@@ -191,8 +205,17 @@ fn pastes_of_different_machines_contradict() {
     let dir = bundle(&files);
     let snapshot = load(dir.path());
     let contradictions = notices_of(&snapshot, "contradiction");
-    assert!(contradictions.contains(&"contradiction: paste-3.txt lists a GPU at 0000:19:00.0, lspci shows no GPU there".to_string()), "{contradictions:#?}");
-    assert!(contradictions.contains(&"contradiction: paste-4.txt ran on a GPU at 0000:99:00.0, the other files show no GPU there".to_string()), "{contradictions:#?}");
+    assert!(
+        contradictions
+            .contains(&"contradiction: paste-3.txt lists a GPU at 0000:19:00.0, lspci shows no GPU there".to_string()),
+        "{contradictions:#?}"
+    );
+    assert!(
+        contradictions.contains(
+            &"contradiction: paste-4.txt ran on a GPU at 0000:99:00.0, the other files show no GPU there".to_string()
+        ),
+        "{contradictions:#?}"
+    );
 }
 
 /// A hand-made `nvidia-smi nvlink -s` (a fault no published output shows):
@@ -216,7 +239,9 @@ fn inactive_nvlinks_contradict_topo_m() {
     let contradictions = notices_of(&snapshot, "contradiction");
     assert_eq!(
         contradictions,
-        ["contradiction: GPU1: handmade-topo-m.txt says NV8, handmade-nvlink-s.txt shows 6 active and 2 inactive links"]
+        [
+            "contradiction: GPU1: handmade-topo-m.txt says NV8, handmade-nvlink-s.txt shows 6 active and 2 inactive links"
+        ]
     );
 }
 
@@ -225,7 +250,8 @@ fn inactive_nvlinks_contradict_topo_m() {
 fn graph_dumps_are_shown_per_channel() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(fixtures().join("nccl-graph/azure-ncv4-a100x4-graph.xml"), dir.path().join("graph.xml.txt")).unwrap();
-    std::fs::copy(fixtures().join("nvidia-smi-q/princeton-della-h100-nvidia-smi-a.txt"), dir.path().join("q.txt")).unwrap();
+    std::fs::copy(fixtures().join("nvidia-smi-q/princeton-della-h100-nvidia-smi-a.txt"), dir.path().join("q.txt"))
+        .unwrap();
     let output = assert_cmd::Command::cargo_bin("topo")
         .unwrap()
         .args(["show", "--plain", "--from"])
@@ -255,4 +281,25 @@ fn diagnose_reads_a_bundle_without_a_log() {
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     insta::assert_snapshot!("bundle_diagnose_2x5090_p2p", String::from_utf8_lossy(&output.stdout));
+}
+
+/// The H800's `nvidia-smi -q -i 0` and `nvidia-smi nvlink --status`, published
+/// together: GPU 0 joins by UUID (its bus ID from -q, its links from nvlink);
+/// GPUs 1 and 7, listed by nvlink alone, keep their links but no bus ID.
+#[test]
+fn h800_query_and_nvlink_status_join_by_uuid() {
+    let dir = bundle(&["nvidia-smi-q/h800-x8-nvidia-smi-q-i0.txt", "nvidia-smi-nvlink/h800-x8-nvlink-status.txt"]);
+    let snapshot = load(dir.path());
+    assert!(notices_of(&snapshot, "contradiction").is_empty(), "{:#?}", snapshot.notices);
+    assert!(
+        notices_of(&snapshot, "bundle: paste-0.txt: nvidia-smi -q (driver 525.105.17, 1 GPU of 8 attached").len() == 1
+    );
+    let nvml = snapshot.nvml.as_ref().unwrap();
+    let (_, gpu0) = nvml.answered().next().unwrap();
+    assert_eq!(gpu0.bus_id().unwrap().to_string(), "0000:18:00.0");
+    assert_eq!(gpu0.nvlinks.len(), 8);
+    assert!(gpu0.nvlinks.iter().all(|l| l.speed_gbps == Some(26.562)));
+    assert_eq!(nvml.answered().filter(|(_, d)| d.bus_id().is_none()).map(|(i, _)| i).collect::<Vec<_>>(), [1, 7]);
+    assert_eq!(snapshot.topology.gpus.len(), 1);
+    assert!(findings(&snapshot).is_empty(), "{:#?}", findings(&snapshot));
 }

@@ -72,14 +72,8 @@ impl DumpedChannel {
 }
 
 /// NCCL's pattern numbers (`src/graph/topo.h`, `NCCL_TOPO_PATTERN_*`).
-pub const PATTERNS: &[(u32, &str)] = &[
-    (1, "balanced tree"),
-    (2, "split tree"),
-    (3, "tree"),
-    (4, "ring"),
-    (5, "NVLS"),
-    (6, "CollNet direct"),
-];
+pub const PATTERNS: &[(u32, &str)] =
+    &[(1, "balanced tree"), (2, "split tree"), (3, "tree"), (4, "ring"), (5, "NVLS"), (6, "CollNet direct")];
 
 pub fn pattern_name(pattern: u32) -> &'static str {
     PATTERNS.iter().find(|(p, _)| *p == pattern).map_or("unknown pattern", |(_, name)| name)

@@ -94,7 +94,10 @@ pub fn parse(text: &str, source: &str) -> Result<GraphDump, GraphError> {
         .map_err(|e| GraphError::Xml(e.to_string()))?;
     let root = document.root_element();
     let (version, nodes): (Option<u32>, Vec<Node>) = if root.has_tag_name("graphs") {
-        (root.attribute("version").and_then(|v| v.parse().ok()), root.children().filter(|c| c.has_tag_name("graph")).collect())
+        (
+            root.attribute("version").and_then(|v| v.parse().ok()),
+            root.children().filter(|c| c.has_tag_name("graph")).collect(),
+        )
     } else if root.has_tag_name("graph") {
         (None, vec![root])
     } else {
@@ -113,7 +116,13 @@ mod tests {
         let dump = parse(r#"<graphs version="1"><graph id="0" pattern="4" nchannels="1"><channel><net dev="3"/><gpu dev="0"/><gpu dev="1"/><net dev="0"/></channel></graph></graphs>"#, "x").unwrap();
         let channel = &dump.graphs[0].channels[0];
         assert_eq!((channel.net_in(), channel.gpus(), channel.net_out()), (Some(3), vec![0, 1], Some(0)));
-        assert!(matches!(parse(r#"<graphs><graph pattern="99999999999999"/></graphs>"#, "x"), Err(GraphError::BadAttribute { .. })));
-        assert_eq!(parse("<graphs", "x").map(|_| ()), Err(GraphError::Xml("unexpected end of stream".into())).or(parse("<graphs", "x").map(|_| ())));
+        assert!(matches!(
+            parse(r#"<graphs><graph pattern="99999999999999"/></graphs>"#, "x"),
+            Err(GraphError::BadAttribute { .. })
+        ));
+        assert_eq!(
+            parse("<graphs", "x").map(|_| ()),
+            Err(GraphError::Xml("unexpected end of stream".into())).or(parse("<graphs", "x").map(|_| ()))
+        );
     }
 }

@@ -83,7 +83,12 @@ pub fn parse(text: &str) -> Result<Vec<NvlinkGpu>, NvlinkError> {
             current = match gpus.iter().position(|g| g.index == index && g.uuid.as_deref() == uuid) {
                 Some(i) => Some(i),
                 None if gpus.len() < MAX_GPUS => {
-                    let gpu = NvlinkGpu { index, name: name.to_string(), uuid: uuid.map(str::to_string), ..Default::default() };
+                    let gpu = NvlinkGpu {
+                        index,
+                        name: name.to_string(),
+                        uuid: uuid.map(str::to_string),
+                        ..Default::default()
+                    };
                     gpus.push(gpu);
                     Some(gpus.len() - 1)
                 }

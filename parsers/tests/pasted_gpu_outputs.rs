@@ -122,7 +122,9 @@ fn nvlink_status_and_errors() {
 
 #[test]
 fn p2p_matrices_tab_and_space_aligned() {
-    for file in ["nvidia-smi-p2p/club-3090-1229-2x5090-p2p-rw.txt", "nvidia-smi-p2p/club-3090-1130-2x5090-p2p-rw-spaces.txt"] {
+    for file in
+        ["nvidia-smi-p2p/club-3090-1229-2x5090-p2p-rw.txt", "nvidia-smi-p2p/club-3090-1130-2x5090-p2p-rw-spaces.txt"]
+    {
         let text = read(file);
         assert!(p2p_matrix::looks_like_p2p(&text), "{file}");
         let m = p2p_matrix::parse(&text).unwrap();
@@ -153,7 +155,8 @@ fn nvbandwidth_text_of_four_releases() {
 
     let run = nvbandwidth::parse(&read("nvbandwidth/superbench-gh200-v0.6-all.txt")).unwrap();
     assert_eq!(run.devices[0].bus_id.map(|b| b.to_string()).as_deref(), Some("0009:01:00.0"));
-    let names: Vec<&str> = run.testcases.iter().filter(|t| t.status == nvbandwidth::Status::Passed).map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> =
+        run.testcases.iter().filter(|t| t.status == nvbandwidth::Status::Passed).map(|t| t.name.as_str()).collect();
     assert_eq!(names.len(), 15);
     assert_eq!(run.testcases.iter().filter(|t| t.status == nvbandwidth::Status::Waived).count(), 17);
     let latency = run.testcases.iter().find(|t| t.name == "host_device_latency_sm").unwrap();
@@ -167,7 +170,9 @@ fn nvbandwidth_text_of_four_releases() {
     assert_eq!(run.testcases.len(), 2);
     assert_eq!(run.testcases[1].matrix[0].len(), 8);
 
-    for file in ["readme-v0.8-d2d-write-ce-8gpu.txt", "readme-v0.8-h2d-ce-8gpu.txt", "readme-v0.8-h2d-bidir-ce-8gpu.txt"] {
+    for file in
+        ["readme-v0.8-d2d-write-ce-8gpu.txt", "readme-v0.8-h2d-ce-8gpu.txt", "readme-v0.8-h2d-bidir-ce-8gpu.txt"]
+    {
         let run = nvbandwidth::parse(&read(&format!("nvbandwidth/{file}"))).unwrap();
         assert_eq!(run.testcases[0].matrix[0].len(), 8, "{file}");
     }
@@ -189,4 +194,35 @@ fn nccl_graph_dumps() {
     let dump = nccl_graph::parse(&read("nccl-graph/azure-ncv4-a100x4-graph.xml"), "x").unwrap();
     assert_eq!(dump.graphs[1].channels[1].gpus(), [1, 0, 3, 2]);
     assert!(dump.graphs.iter().flat_map(|g| &g.channels).all(|c| c.net_in().is_none()));
+}
+
+/// Every reader on every prefix of every real sample (a paste cut short), on
+/// the sample with its bytes mangled (not UTF-8, read lossily), and on huge
+/// numbers in place of the real ones: an answer or an error, never a panic.
+#[test]
+fn truncated_mangled_and_huge_inputs_never_panic() {
+    let dirs = ["nvidia-smi-q", "nvidia-smi-nvlink", "nvidia-smi-p2p", "nvbandwidth", "nccl-graph"];
+    let every = |text: &str| {
+        let _ = nvidia_smi_q::parse(text);
+        let _ = nvlink::parse(text);
+        let _ = p2p_matrix::looks_like_p2p(text);
+        let _ = p2p_matrix::parse(text);
+        let _ = nvbandwidth::parse(text);
+        let _ = nccl_graph::parse(text, "x");
+    };
+    for dir in dirs {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures").join(dir);
+        for entry in std::fs::read_dir(root).unwrap() {
+            let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+            let step = (bytes.len() / 400).max(1);
+            for cut in (0..bytes.len()).step_by(step) {
+                every(&String::from_utf8_lossy(&bytes[..cut]));
+            }
+            let mangled: Vec<u8> = bytes.iter().enumerate().map(|(i, b)| if i % 97 == 0 { 0xff } else { *b }).collect();
+            every(&String::from_utf8_lossy(&mangled));
+            let text = String::from_utf8_lossy(&bytes);
+            let huge: String = text.chars().map(|c| if c.is_ascii_digit() { '9' } else { c }).collect();
+            every(&huge.replace("99", "9999999999999999999999999999"));
+        }
+    }
 }

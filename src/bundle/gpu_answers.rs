@@ -9,9 +9,9 @@ use std::collections::BTreeSet;
 
 use topo_model::nvml::{Answer, DeviceAnswers, LinkErrors, NvmlDevice, NvmlLink, NvmlPair, NvmlRecording, P2pAnswers};
 use topo_model::{BusId, PcieLinkSpec, SmiClass, Topology};
+use topo_parsers::nvidia_smi_q::Query;
 use topo_parsers::nvlink::{COUNTERS, Counter, NvlinkGpu};
 use topo_parsers::p2p_matrix::P2pMatrix;
-use topo_parsers::nvidia_smi_q::Query;
 
 /// Everything pasted about the GPUs themselves, by file.
 #[derive(Default)]
@@ -116,8 +116,13 @@ pub(super) fn recording(pasted: &Pasted, notices: &mut Vec<String>) -> NvmlRecor
             }
         }
         let listed = r.devices.len();
-        let of = query.attached_gpus.filter(|a| *a as usize != listed).map(|a| format!(" of {a} attached")).unwrap_or_default();
-        let form = if query.form == topo_parsers::nvidia_smi_q::Form::Xml { "nvidia-smi -q -x" } else { "nvidia-smi -q" };
+        let of = query
+            .attached_gpus
+            .filter(|a| *a as usize != listed)
+            .map(|a| format!(" of {a} attached"))
+            .unwrap_or_default();
+        let form =
+            if query.form == topo_parsers::nvidia_smi_q::Form::Xml { "nvidia-smi -q -x" } else { "nvidia-smi -q" };
         notices.push(format!(
             "bundle: {name}: {form} (driver {}, {listed} GPU{}{of}: name, bus ID, PCIe, ECC, remapped rows, clock events, fabric where printed)",
             r.driver_version.show(String::clone),
@@ -135,7 +140,8 @@ pub(super) fn recording(pasted: &Pasted, notices: &mut Vec<String>) -> NvmlRecor
                 Some(i) => i,
                 // By index where the GPU there has no other UUID (`-q -d ECC` prints none).
                 None => match recording.devices.iter().position(|d| {
-                    d.index == gpu.index && d.answers.as_ref().is_none_or(|a| a.uuid.ok().is_none() || gpu.uuid.is_none())
+                    d.index == gpu.index
+                        && d.answers.as_ref().is_none_or(|a| a.uuid.ok().is_none() || gpu.uuid.is_none())
                 }) {
                     Some(i) => i,
                     _ => {
@@ -144,7 +150,11 @@ pub(super) fn recording(pasted: &Pasted, notices: &mut Vec<String>) -> NvmlRecor
                             uuid: gpu.uuid.clone().map_or(Answer::NotSupported, Answer::Ok),
                             ..DeviceAnswers::default()
                         };
-                        recording.devices.push(NvmlDevice { index: gpu.index, unreachable: None, answers: Some(Box::new(answers)) });
+                        recording.devices.push(NvmlDevice {
+                            index: gpu.index,
+                            unreachable: None,
+                            answers: Some(Box::new(answers)),
+                        });
                         recording.devices.len() - 1
                     }
                 },
@@ -208,7 +218,8 @@ pub(super) fn apply(recording: &NvmlRecording, topology: &mut Topology, notices:
         let Some(bus) = d.bus_id() else { continue };
         let small = |a: &Answer<u32>| a.ok().and_then(|v| u8::try_from(*v).ok());
         let spec = |generation: &Answer<u32>, width: &Answer<u32>| PcieLinkSpec::new(small(generation), small(width));
-        let (current, max) = (spec(&d.pcie.gen_current, &d.pcie.width_current), spec(&d.pcie.gen_max, &d.pcie.width_max));
+        let (current, max) =
+            (spec(&d.pcie.gen_current, &d.pcie.width_current), spec(&d.pcie.gen_max, &d.pcie.width_max));
         // A GPU lspci showed without its link (`lspci -t` alone) takes nvidia-smi's;
         // a GPU no PCI tree shows stays out of it (its matrix cells stay unknown),
         // and the PCIe check reads its link from the recording.
@@ -251,7 +262,9 @@ pub(super) fn contradictions(
                 let inactive = gpu.links.values().filter(|l| l.active == Some(false)).count();
                 let active = gpu.links.values().filter(|l| l.active == Some(true)).count() as u32;
                 let label = format!("GPU{}", gpu.index);
-                let Some(row) = matrix.labels.iter().position(|l| *l == label).and_then(|i| matrix.cells.get(i)) else { continue };
+                let Some(row) = matrix.labels.iter().position(|l| *l == label).and_then(|i| matrix.cells.get(i)) else {
+                    continue;
+                };
                 let most = row.iter().filter_map(|c| if let SmiClass::Nv(n) = c { Some(*n) } else { None }).max();
                 if let Some(most) = most.filter(|m| inactive > 0 && active < *m) {
                     found.push(format!(

@@ -92,7 +92,9 @@ pub(super) fn report(run: &NvbandwidthRun, topology: &Topology, source: &str) ->
     }
     for ordinal in ordinals {
         let printed = run.devices.iter().find(|d| d.ordinal == ordinal);
-        let bus = printed.and_then(|d| d.bus_id).or_else(|| topology.gpus.iter().find(|g| g.index == Some(ordinal)).map(|g| g.bus_id));
+        let bus = printed
+            .and_then(|d| d.bus_id)
+            .or_else(|| topology.gpus.iter().find(|g| g.index == Some(ordinal)).map(|g| g.bus_id));
         report.gpus.push(ProbedGpu {
             ordinal,
             bus_id: bus.map(|b| b.to_string()).unwrap_or_default(),

@@ -42,7 +42,9 @@ pub(super) fn channel_nic_not_nearest(snapshot: &Snapshot) -> Option<Finding> {
                 let ends = [(channel.net_in(), gpus.first()), (channel.net_out(), gpus.last())];
                 for (net, dev) in ends {
                     let (Some(net), Some(&dev)) = (net, dev) else { continue };
-                    let (Some(&(nic, nic_bus)), Some(gpu_bus)) = (usize::try_from(net).ok().and_then(|n| nics.get(n)), gpu(dev)) else {
+                    let (Some(&(nic, nic_bus)), Some(gpu_bus)) =
+                        (usize::try_from(net).ok().and_then(|n| nics.get(n)), gpu(dev))
+                    else {
                         continue;
                     };
                     let used = topology.smi_class(gpu_bus, nic_bus);

@@ -12,21 +12,28 @@ pub(super) fn p2p_not_supported(snapshot: &Snapshot) -> Option<Finding> {
     let topology = &snapshot.topology;
     let bus = |index: u32| {
         topology.gpus.iter().find(|g| g.index == Some(index)).map(|g| g.bus_id).or_else(|| {
-            nvml.answered().find(|(i, _)| *i == index).and_then(|(_, d)| d.bus_id()).filter(|b| topology.gpu(*b).is_some())
+            nvml.answered()
+                .find(|(i, _)| *i == index)
+                .and_then(|(_, d)| d.bus_id())
+                .filter(|b| topology.gpu(*b).is_some())
         })
     };
     let mut items: Vec<Evidence> = Vec::new();
     for pair in nvml.pairs.iter().filter(|p| p.a < p.b) {
         let p = &pair.p2p;
-        let refused: Vec<String> = [("read", &p.read), ("write", &p.write), ("nvlink", &p.nvlink), ("atomics", &p.atomics), ("prop", &p.prop)]
-            .iter()
-            .filter_map(|(what, answer)| answer.ok().filter(|w| *w != "ok").map(|w| format!("{what} {w}")))
-            .collect();
+        let refused: Vec<String> =
+            [("read", &p.read), ("write", &p.write), ("nvlink", &p.nvlink), ("atomics", &p.atomics), ("prop", &p.prop)]
+                .iter()
+                .filter_map(|(what, answer)| answer.ok().filter(|w| *w != "ok").map(|w| format!("{what} {w}")))
+                .collect();
         let (Some(a), Some(b)) = (bus(pair.a), bus(pair.b)) else { continue };
         let class = topology.smi_class(a, b);
         let near = matches!(class, SmiClass::Nv(_) | SmiClass::Pix | SmiClass::Pxb | SmiClass::Phb | SmiClass::Node);
         if near && !refused.is_empty() {
-            items.push(evidence(format!("GPU{} x GPU{}", pair.a, pair.b), format!("{class} path; P2P {}", refused.join(", "))));
+            items.push(evidence(
+                format!("GPU{} x GPU{}", pair.a, pair.b),
+                format!("{class} path; P2P {}", refused.join(", ")),
+            ));
         }
     }
     (!items.is_empty()).then(|| {

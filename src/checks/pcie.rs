@@ -44,7 +44,8 @@ pub(super) fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
         }
         let (now, max) = (link.current, link.max);
         let text = format!("{} now, {} capable", now.label(), max.label());
-        let item = (evidence(format!("NVML GPU{index} {bus}"), text), (link_bandwidth(now, max), link_bandwidth(max, max)));
+        let item =
+            (evidence(format!("NVML GPU{index} {bus}"), text), (link_bandwidth(now, max), link_bandwidth(max, max)));
         match matches!((now.width, max.width), (Some(n), Some(m)) if n < m) {
             true => lanes.push(item),
             false => gpu_speed.push(item),

@@ -30,24 +30,84 @@ printed!(BUS_ID, "bus ID", ["pci/pci_bus_id"], ["PCI/Bus Id"]);
 printed!(ARCH, "architecture", ["product_architecture"], ["Product Architecture"]);
 printed!(VBIOS, "VBIOS version", ["vbios_version"], ["VBIOS Version"]);
 printed!(MEMORY, "memory total", ["fb_memory_usage/total"], ["FB Memory Usage/Total"]);
-printed!(GEN_NOW, "PCIe generation", ["pci/pci_gpu_link_info/pcie_gen/current_link_gen"], ["PCI/GPU Link Info/PCIe Generation/Current"]);
-printed!(GEN_MAX, "PCIe max generation", ["pci/pci_gpu_link_info/pcie_gen/max_link_gen"], ["PCI/GPU Link Info/PCIe Generation/Max"]);
-printed!(WIDTH_NOW, "PCIe width", ["pci/pci_gpu_link_info/link_widths/current_link_width"], ["PCI/GPU Link Info/Link Width/Current"]);
-printed!(WIDTH_MAX, "PCIe max width", ["pci/pci_gpu_link_info/link_widths/max_link_width"], ["PCI/GPU Link Info/Link Width/Max"]);
+printed!(
+    GEN_NOW,
+    "PCIe generation",
+    ["pci/pci_gpu_link_info/pcie_gen/current_link_gen"],
+    ["PCI/GPU Link Info/PCIe Generation/Current"]
+);
+printed!(
+    GEN_MAX,
+    "PCIe max generation",
+    ["pci/pci_gpu_link_info/pcie_gen/max_link_gen"],
+    ["PCI/GPU Link Info/PCIe Generation/Max"]
+);
+printed!(
+    WIDTH_NOW,
+    "PCIe width",
+    ["pci/pci_gpu_link_info/link_widths/current_link_width"],
+    ["PCI/GPU Link Info/Link Width/Current"]
+);
+printed!(
+    WIDTH_MAX,
+    "PCIe max width",
+    ["pci/pci_gpu_link_info/link_widths/max_link_width"],
+    ["PCI/GPU Link Info/Link Width/Max"]
+);
 printed!(PERSISTENCE, "persistence mode", ["persistence_mode"], ["Persistence Mode"]);
 printed!(MIG_NOW, "MIG mode", ["mig_mode/current_mig"], ["MIG Mode/Current"]);
 printed!(MIG_PENDING, "pending MIG mode", ["mig_mode/pending_mig"], ["MIG Mode/Pending"]);
 printed!(ECC_NOW, "ECC mode", ["ecc_mode/current_ecc"], ["ECC Mode/Current", "Ecc Mode/Current"]);
 printed!(ECC_PENDING, "pending ECC mode", ["ecc_mode/pending_ecc"], ["ECC Mode/Pending", "Ecc Mode/Pending"]);
-printed!(RETIRED_SBE, "retired pages (single bit)", ["retired_pages/multiple_single_bit_retirement/retired_count"], ["Retired Pages/Single Bit ECC"]);
-printed!(RETIRED_DBE, "retired pages (double bit)", ["retired_pages/double_bit_retirement/retired_count"], ["Retired Pages/Double Bit ECC"]);
-printed!(RETIRED_PENDING, "page retirement pending", ["retired_pages/pending_retirement"], ["Retired Pages/Pending Page Retirement", "Retired Pages/Pending"]);
-printed!(REMAP_CORR, "remapped rows (correctable)", ["remapped_rows/remapped_row_corr"], ["Remapped Rows/Correctable Error"]);
-printed!(REMAP_UNC, "remapped rows (uncorrectable)", ["remapped_rows/remapped_row_unc"], ["Remapped Rows/Uncorrectable Error"]);
+printed!(
+    RETIRED_SBE,
+    "retired pages (single bit)",
+    ["retired_pages/multiple_single_bit_retirement/retired_count"],
+    ["Retired Pages/Single Bit ECC"]
+);
+printed!(
+    RETIRED_DBE,
+    "retired pages (double bit)",
+    ["retired_pages/double_bit_retirement/retired_count"],
+    ["Retired Pages/Double Bit ECC"]
+);
+printed!(
+    RETIRED_PENDING,
+    "page retirement pending",
+    ["retired_pages/pending_retirement"],
+    ["Retired Pages/Pending Page Retirement", "Retired Pages/Pending"]
+);
+printed!(
+    REMAP_CORR,
+    "remapped rows (correctable)",
+    ["remapped_rows/remapped_row_corr"],
+    ["Remapped Rows/Correctable Error"]
+);
+printed!(
+    REMAP_UNC,
+    "remapped rows (uncorrectable)",
+    ["remapped_rows/remapped_row_unc"],
+    ["Remapped Rows/Uncorrectable Error"]
+);
 printed!(REMAP_PENDING, "row remapping pending", ["remapped_rows/remapped_row_pending"], ["Remapped Rows/Pending"]);
-printed!(REMAP_FAILED, "row remapping failure", ["remapped_rows/remapped_row_failure"], ["Remapped Rows/Remapping Failure Occurred"]);
-printed!(POWER_DRAW, "power draw", ["gpu_power_readings/power_draw", "power_readings/power_draw"], ["GPU Power Readings/Power Draw", "Power Readings/Power Draw"]);
-printed!(POWER_LIMIT, "power limit", ["gpu_power_readings/current_power_limit", "power_readings/power_limit"], ["GPU Power Readings/Current Power Limit", "Power Readings/Power Limit"]);
+printed!(
+    REMAP_FAILED,
+    "row remapping failure",
+    ["remapped_rows/remapped_row_failure"],
+    ["Remapped Rows/Remapping Failure Occurred"]
+);
+printed!(
+    POWER_DRAW,
+    "power draw",
+    ["gpu_power_readings/power_draw", "power_readings/power_draw"],
+    ["GPU Power Readings/Power Draw", "Power Readings/Power Draw"]
+);
+printed!(
+    POWER_LIMIT,
+    "power limit",
+    ["gpu_power_readings/current_power_limit", "power_readings/power_limit"],
+    ["GPU Power Readings/Current Power Limit", "Power Readings/Power Limit"]
+);
 printed!(FABRIC_STATE, "fabric state", ["fabric/state"], ["Fabric/State"]);
 printed!(FABRIC_STATUS, "fabric status", ["fabric/status"], ["Fabric/Status"]);
 printed!(FABRIC_CLIQUE, "fabric clique", ["fabric/cliqueId", "fabric/clique_id"], ["Fabric/CliqueId"]);
@@ -70,14 +130,16 @@ const REASONS: &[(u64, &str, &str)] = &[
 ];
 
 /// Sections that list the reasons, per form and driver generation.
-const REASON_SECTIONS: &[&str] = &["clocks_event_reasons", "clocks_throttle_reasons", "Clocks Event Reasons", "Clocks Throttle Reasons"];
+const REASON_SECTIONS: &[&str] =
+    &["clocks_event_reasons", "clocks_throttle_reasons", "Clocks Event Reasons", "Clocks Throttle Reasons"];
 
 /// What nvidia-smi prints where NVML said "not supported" or gave nothing.
 fn not_answered(value: &str) -> bool {
     let v = value.trim().trim_matches(|c| c == '[' || c == ']');
-    v.is_empty() || ["N/A", "Not Supported", "Not Available", "Unknown Error", "Requested functionality has been deprecated"]
-        .iter()
-        .any(|w| v.eq_ignore_ascii_case(w))
+    v.is_empty()
+        || ["N/A", "Not Supported", "Not Available", "Unknown Error", "Requested functionality has been deprecated"]
+            .iter()
+            .any(|w| v.eq_ignore_ascii_case(w))
 }
 
 /// Reads one GPU's answers, collecting warnings for values not understood.
@@ -314,7 +376,11 @@ pub(super) fn recording(flat: &Flattened, form: Form, warnings: &mut Vec<String>
     NvmlRecording {
         driver_version: string(&flat.driver_version),
         nvml_version: Answer::NotSupported,
-        cuda_driver_version: flat.cuda_version.as_deref().and_then(cuda_as_nvml).map_or(Answer::NotSupported, Answer::Ok),
+        cuda_driver_version: flat
+            .cuda_version
+            .as_deref()
+            .and_then(cuda_as_nvml)
+            .map_or(Answer::NotSupported, Answer::Ok),
         device_count: Answer::Ok(flat.gpus.len() as u32),
         devices,
         pairs: Vec::new(),

@@ -38,8 +38,9 @@ pub(super) fn flatten(text: &str) -> Result<Flattened, QueryError> {
     let options = ParsingOptions { allow_dtd: true, ..ParsingOptions::default() };
     let document = Document::parse_with_options(body, options).map_err(|e| QueryError::Xml(e.to_string()))?;
     let root = document.root_element();
-    let child_text =
-        |name: &str| root.children().find(|c| c.has_tag_name(name)).and_then(|c| c.text()).map(|t| t.trim().to_string());
+    let child_text = |name: &str| {
+        root.children().find(|c| c.has_tag_name(name)).and_then(|c| c.text()).map(|t| t.trim().to_string())
+    };
     let mut flat = Flattened {
         driver_version: child_text("driver_version"),
         cuda_version: child_text("cuda_version"),
