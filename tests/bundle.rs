@@ -303,3 +303,45 @@ fn h800_query_and_nvlink_status_join_by_uuid() {
     assert_eq!(snapshot.topology.gpus.len(), 1);
     assert!(findings(&snapshot).is_empty(), "{:#?}", findings(&snapshot));
 }
+
+/// A hand-made graph dump for the ASUS machine (no real dump of it is
+/// published): channel 00 enters and leaves through the NICs of its end GPUs'
+/// sockets; channel 01 through the other socket's NICs, which the check names.
+#[test]
+fn graph_channels_through_a_far_nic_are_reported() {
+    let dir = bundle(&ASUS);
+    let graph = r#"<graphs version="1">
+  <graph id="0" pattern="4" crossnic="0" nchannels="2" speedintra="20" speedinter="20" latencyinter="0" typeintra="SYS" typeinter="SYS" samechannels="0">
+    <channel>
+      <net dev="0"/>
+      <gpu dev="0"/>
+      <gpu dev="1"/>
+      <gpu dev="2"/>
+      <gpu dev="3"/>
+      <net dev="3"/>
+    </channel>
+    <channel>
+      <net dev="2"/>
+      <gpu dev="0"/>
+      <gpu dev="1"/>
+      <gpu dev="2"/>
+      <gpu dev="3"/>
+      <net dev="1"/>
+    </channel>
+  </graph>
+</graphs>
+"#;
+    std::fs::write(dir.path().join("handmade-graph.xml"), graph).unwrap();
+    let snapshot = load(dir.path());
+    let found = findings(&snapshot);
+    let far = found.iter().find(|f| f.code == "graph-nic-not-nearest").expect("far NIC finding");
+    let texts: Vec<&str> = far.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "GPU 0 uses NET 2 (mlx5_2, SYS); its nearest NIC is mlx5_0 (NODE)",
+            "GPU 3 uses NET 1 (mlx5_1, SYS); its nearest NIC is mlx5_2 (NODE)"
+        ]
+    );
+    assert_eq!(far.evidence[0].at, "handmade-graph.xml ring channel 01");
+}

@@ -92,9 +92,12 @@ pub(super) fn report(run: &NvbandwidthRun, topology: &Topology, source: &str) ->
     }
     for ordinal in ordinals {
         let printed = run.devices.iter().find(|d| d.ordinal == ordinal);
-        let bus = printed
-            .and_then(|d| d.bus_id)
-            .or_else(|| topology.gpus.iter().find(|g| g.index == Some(ordinal)).map(|g| g.bus_id));
+        // Unnumbered GPUs (lspci) are numbered in bus order, as CUDA_DEVICE_ORDER=PCI_BUS_ID does.
+        let by_index = topology.gpus.iter().find(|g| g.index == Some(ordinal)).map(|g| g.bus_id).or_else(|| {
+            topology.gpus.iter().all(|g| g.index.is_none()).then_some(())?;
+            topology.gpus.get(ordinal as usize).map(|g| g.bus_id)
+        });
+        let bus = printed.and_then(|d| d.bus_id).or(by_index);
         report.gpus.push(ProbedGpu {
             ordinal,
             bus_id: bus.map(|b| b.to_string()).unwrap_or_default(),

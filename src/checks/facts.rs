@@ -44,3 +44,15 @@ pub(super) fn path_bridges(snapshot: &Snapshot) -> Vec<&topo_model::PciDevice> {
         .filter(|d| d.bridge.is_some() && seen.insert(d.bus_id))
         .collect()
 }
+
+/// GPU `index` as the matrix labels it: the GPU NVML numbered so, or, where no
+/// source numbered the GPUs (lspci, NCCL XML), the index-th in the matrix's order.
+pub(super) fn gpu_bus_by_index(topology: &topo_model::Topology, index: u32) -> Option<BusId> {
+    match topology.gpus.iter().find(|g| g.index == Some(index)) {
+        Some(gpu) => Some(gpu.bus_id),
+        None if topology.gpus.iter().all(|g| g.index.is_none()) => {
+            topology.gpus.get(usize::try_from(index).ok()?).map(|g| g.bus_id)
+        }
+        None => None,
+    }
+}

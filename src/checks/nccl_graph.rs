@@ -9,7 +9,7 @@
 use topo_model::nccl_graph::pattern_name;
 use topo_model::{BusId, Evidence, Finding, Severity, SmiClass, Snapshot};
 
-use super::facts::evidence;
+use super::facts::{evidence, gpu_bus_by_index};
 
 /// How far apart two devices are on PCIe, for comparing NICs (nearer is smaller).
 fn distance(class: SmiClass) -> u8 {
@@ -33,7 +33,7 @@ pub(super) fn channel_nic_not_nearest(snapshot: &Snapshot) -> Option<Finding> {
     if nics.is_empty() {
         return None;
     }
-    let gpu = |dev: u32| topology.gpus.iter().find(|g| g.index == Some(dev)).map(|g| g.bus_id);
+    let gpu = |dev: u32| gpu_bus_by_index(topology, dev);
     let mut items: Vec<Evidence> = Vec::new();
     for dump in dumps {
         for graph in &dump.graphs {

@@ -5,13 +5,13 @@
 
 use topo_model::{Evidence, Finding, Severity, SmiClass, Snapshot};
 
-use super::facts::evidence;
+use super::facts::{evidence, gpu_bus_by_index};
 
 pub(super) fn p2p_not_supported(snapshot: &Snapshot) -> Option<Finding> {
     let nvml = snapshot.nvml.as_ref()?;
     let topology = &snapshot.topology;
     let bus = |index: u32| {
-        topology.gpus.iter().find(|g| g.index == Some(index)).map(|g| g.bus_id).or_else(|| {
+        gpu_bus_by_index(topology, index).or_else(|| {
             nvml.answered()
                 .find(|(i, _)| *i == index)
                 .and_then(|(_, d)| d.bus_id())
