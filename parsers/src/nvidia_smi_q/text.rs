@@ -65,11 +65,9 @@ pub(super) fn flatten(text: &str) -> Flattened {
                     gpu.fields.push((path.join("/"), value.to_string()));
                 }
             }
-            None if !flat.gpus.is_empty() && depth > 0 => {
-                // A section header; bounded by the field cap (headers add no fields).
-                if sections.len() < 16 {
-                    sections.push((depth, line.trim().to_string()));
-                }
+            // A section header; nesting is bounded (headers add no fields).
+            None if !flat.gpus.is_empty() && depth > 0 && sections.len() < 16 => {
+                sections.push((depth, line.trim().to_string()));
             }
             None => {}
         }
