@@ -188,6 +188,7 @@ pub fn read_logs(inputs: &[std::path::PathBuf], find_machine: bool) -> LogInputs
     let mut parser = LogParser::new();
     let mut summaries = Vec::new();
     let mut machine = None;
+    let mut graph_dumps = Vec::new();
     for (dir, why) in &walked.unreadable {
         summaries.push(topo_model::nccl::InputSummary {
             name: dir.display().to_string(),
@@ -208,11 +209,19 @@ pub fn read_logs(inputs: &[std::path::PathBuf], find_machine: bool) -> LogInputs
                 machine = Some(load_bytes(&bytes, &name));
                 return Ok(true);
             }
+            // An NCCL_GRAPH_DUMP_FILE given with the logs: NCCL's channels, shown beside the rings.
+            if String::from_utf8_lossy(&head).trim_start().starts_with("<graphs") {
+                let chained = std::io::Cursor::new(head).chain(stream);
+                let bytes =
+                    input::read_stream_bounded(chained, &name, topo_parsers::nccl_graph::MAX_GRAPH_BYTES as u64)?;
+                graph_dumps.push(topo_parsers::nccl_graph::parse(&String::from_utf8_lossy(&bytes), &name)?);
+                return Ok(true);
+            }
             read_stream(&name, std::io::Cursor::new(head).chain(stream), &mut parser)?;
             Ok(false)
         })();
         let error = match read {
-            // A machine description is no log: not listed among the inputs.
+            // A machine description or graph dump is no log: not listed among the inputs.
             Ok(true) => continue,
             Ok(false) => None,
             Err(e) => Some(format!("{e:#}")),
@@ -226,6 +235,7 @@ pub fn read_logs(inputs: &[std::path::PathBuf], find_machine: bool) -> LogInputs
     }
     let mut report = parser.finish();
     report.inputs = summaries;
+    report.graph_dumps = graph_dumps;
     LogInputs { report, machine }
 }
 

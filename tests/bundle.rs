@@ -345,3 +345,21 @@ fn graph_channels_through_a_far_nic_are_reported() {
     );
     assert_eq!(far.evidence[0].at, "handmade-graph.xml ring channel 01");
 }
+
+/// `topo nccl` takes a graph dump among its inputs and shows its channels next
+/// to what the logs say (the dump is not counted as a log).
+#[test]
+fn topo_nccl_shows_a_graph_dump_given_with_the_logs() {
+    let output = assert_cmd::Command::cargo_bin("topo")
+        .unwrap()
+        .arg("nccl")
+        .arg(fixtures().join("nccl-graph/nccl-issue524-4gpu-2nic-ring-tree.xml"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let start = stdout.find("NCCL graph dump").expect("graph section");
+    let end = stdout.find("Lines:").unwrap_or(stdout.len());
+    let section = stdout[start..end].replace(&fixtures().display().to_string(), "FIXTURES");
+    insta::assert_snapshot!("nccl_graph_dump_issue524", section);
+}

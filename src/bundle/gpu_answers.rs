@@ -237,7 +237,6 @@ pub(super) fn apply(recording: &NvmlRecording, topology: &mut Topology, notices:
 /// `nvidia-smi nvlink -s` shows inactive where `nvidia-smi topo -m` counts them.
 pub(super) fn contradictions(
     pasted: &Pasted,
-    recording: &NvmlRecording,
     lspci_gpus: Option<&BTreeSet<BusId>>,
     smi: Option<(&str, &topo_parsers::nvidia_smi::SmiMatrix)>,
 ) -> Vec<String> {
@@ -274,7 +273,6 @@ pub(super) fn contradictions(
             }
         }
     }
-    let _ = recording;
     found
 }
 

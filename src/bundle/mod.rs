@@ -150,7 +150,7 @@ pub fn load(dir: &Path) -> anyhow::Result<Snapshot> {
     }
     if let Some(recording) = &recording {
         let smi_ref = smi.as_ref().map(|(n, m)| (n.as_str(), m));
-        notices.extend(gpu_answers::contradictions(&pasted, recording, lspci_gpus.as_ref(), smi_ref));
+        notices.extend(gpu_answers::contradictions(&pasted, lspci_gpus.as_ref(), smi_ref));
         // Synthetic bus IDs (a topology rebuilt from `topo -m`) cannot join by bus ID.
         if topology.gpus.iter().all(|g| !g.bus_id.is_synthetic() && g.bus_id.domain != 0xfffe) {
             gpu_answers::apply(recording, &mut topology, &mut notices);
