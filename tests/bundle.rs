@@ -243,6 +243,10 @@ fn inactive_nvlinks_contradict_topo_m() {
             "contradiction: GPU1: handmade-topo-m.txt says NV8, handmade-nvlink-s.txt shows 6 active and 2 inactive links"
         ]
     );
+    let found = findings(&snapshot);
+    let inactive = found.iter().find(|f| f.code == "nvlink-inactive").expect("nvlink-inactive");
+    assert_eq!(inactive.evidence.len(), 1);
+    assert!(inactive.evidence[0].text.starts_with("6 of 8 NVLinks active"), "{inactive:#?}");
 }
 
 /// NCCL graph dumps are kept beside the topology and shown like logged rings.

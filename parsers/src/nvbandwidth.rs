@@ -274,6 +274,25 @@ fn parse_json(text: &str) -> Result<NvbandwidthRun, NvbandwidthError> {
 mod tests {
     use super::*;
 
+    /// The shape nvbandwidth's `json_output.cpp` (v0.8) writes, hand-made with
+    /// the figures of issue #50 (no real `-j` output is published).
+    #[test]
+    fn json_form() {
+        let json = r#"{"nvbandwidth": {"CUDA Runtime Version": 13000, "Driver Version": "580.95.05",
+            "GPU Device list": ["0: NVIDIA RTX A6000 (00000000:01:00): (host)"], "version": "v0.8",
+            "testcases": [{"name": "device_to_device_memcpy_read_ce", "status": "Passed",
+              "bandwidth_description": "memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)",
+              "bandwidth_matrix": [["N/A", "26.34"], ["26.34", "N/A"]], "sum": 52.68},
+              {"name": "host_to_device_memcpy_ce", "status": "Waived"}]}}"#;
+        let run = parse(json).unwrap();
+        assert_eq!(run.driver_version.as_deref(), Some("580.95.05"));
+        assert_eq!(run.cuda_runtime.as_deref(), Some("13000"));
+        assert_eq!(run.devices[0].bus_id.map(|b| b.to_string()).as_deref(), Some("0000:01:00.0"));
+        assert_eq!(run.testcases[0].matrix, [vec![None, Some(26.34)], vec![Some(26.34), None]]);
+        assert_eq!(run.testcases[1].status, Status::Waived);
+        assert!(matches!(parse("{\"nvbandwidth\": "), Err(NvbandwidthError::Json(_))));
+    }
+
     #[test]
     fn device_lines() {
         let d = device_line("Device 0: NVIDIA A100-SXM4-40GB (00000000:99:00)").unwrap();
