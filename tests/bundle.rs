@@ -367,3 +367,17 @@ fn topo_nccl_shows_a_graph_dump_given_with_the_logs() {
     let section = stdout[start..end].replace(&fixtures().display().to_string(), "FIXTURES");
     insta::assert_snapshot!("nccl_graph_dump_issue524", section);
 }
+
+/// `nvidia-smi -q -x` alone, of an AWS Tesla T4 that trained x8 of its x16
+/// lanes (telegraf's real test file): no PCI tree, yet `pcie-downtrained`
+/// reads the link NVML reported, as it would on the live machine.
+#[test]
+fn a_pasted_query_alone_shows_its_narrow_link() {
+    let dir = bundle(&["nvidia-smi-q/telegraf-tesla-t4.xml"]);
+    let snapshot = load(dir.path());
+    assert_eq!(snapshot.topology.gpus.len(), 1);
+    let found = findings(&snapshot);
+    assert_eq!(found.iter().map(|f| f.code.as_str()).collect::<Vec<_>>(), ["pcie-downtrained"]);
+    assert_eq!(found[0].evidence[0].text, "Gen3 x8 now, Gen3 x16 capable");
+    assert_eq!(found[0].evidence[0].at, "NVML GPU0 0000:00:1e.0");
+}
