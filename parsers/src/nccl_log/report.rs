@@ -4,7 +4,7 @@
 //! lines: per-operation lines become counters and histograms, repeated warnings a
 //! count, and every table has a cap that a hostile input cannot push past.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use topo_model::BusId;
 use topo_model::nccl::{
@@ -1248,12 +1248,11 @@ impl CommState {
         for rank in &mut ranks {
             rank.host = rank.host.as_deref().map(rename);
         }
+        // One lookup table: a scan of every rank per connection was quadratic
+        // in the communicator's size.
+        let rank_host: HashMap<u32, &str> = ranks.iter().filter_map(|r| Some((r.rank, r.host.as_deref()?))).collect();
         let host_of = |rank: u32| -> Option<String> {
-            ranks
-                .iter()
-                .find(|r| r.rank == rank)
-                .and_then(|r| r.host.clone())
-                .or_else(|| self.rank_hosts.get(&rank).map(|h| rename(h)))
+            rank_host.get(&rank).map(|h| h.to_string()).or_else(|| self.rank_hosts.get(&rank).map(|h| rename(h)))
         };
         let listing = self.ring_orders.values().map(|o| o.len() as u32).max();
         let (nranks, nranks_source) = match (self.nranks, self.coll_nranks, listing, self.highest_rank) {
@@ -1364,12 +1363,15 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
             return None;
         }
     }
+    // `placed` answers "already in the ring?" in constant time: a linear
+    // search of the ring so far made a 250,000-rank chain take seconds.
+    let mut placed_ranks: HashSet<u32> = HashSet::from([0]);
     let mut forward = vec![0u32];
     while let Some(&n) = next.get(forward.last()?) {
         if n == 0 {
             break;
         }
-        if forward.contains(&n) {
+        if !placed_ranks.insert(n) {
             return None;
         }
         forward.push(n);
@@ -1383,7 +1385,7 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
     let mut backward = Vec::new();
     let mut at = 0u32;
     while let Some(&p) = prev.get(&at) {
-        if forward.contains(&p) || backward.contains(&p) {
+        if !placed_ranks.insert(p) {
             return None;
         }
         backward.push(p);
@@ -1396,7 +1398,7 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
     if total > placed + 1 {
         return None;
     }
-    let missing: Vec<u32> = (0..nranks?).filter(|r| !forward.contains(r) && !backward.contains(r)).collect();
+    let missing: Vec<u32> = (0..nranks?).filter(|r| !placed_ranks.contains(r)).collect();
     match missing.as_slice() {
         [] if placed == total => Some([forward, backward].concat()),
         [only] if placed + 1 == total => Some([forward, vec![*only], backward].concat()),
