@@ -101,7 +101,7 @@ fn list(items: &[String]) -> String {
 /// The status of a completion error read with the table's meaning and hint.
 fn completion_status(text: &str) -> Option<String> {
     let status = CATALOGUE.completion_status(text)?;
-    let hint = status.hint.as_deref().map_or(String::new(), |h| format!("; {h}"));
+    let hint = status.hint.map_or(String::new(), |h| format!("; {h}"));
     Some(format!("status {} = {}: {}{hint}", status.code, status.name, status.meaning))
 }
 
@@ -183,7 +183,7 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
 /// The finding for one code, in the words of the class's table entry.
 fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause: bool) -> Finding {
     let (title, why, fix) = match CATALOGUE.class(code) {
-        Some(class) => (class.title.clone(), class.why.clone(), class.fix.clone()),
+        Some(class) => (class.title.to_string(), class.why.to_string(), class.fix.to_string()),
         None if code == UNEXPLAINED_ERROR => (
             "The job failed with an NCCL error that names no cause".to_string(),
             "The framework reports NCCL's error code; the reason is in NCCL's own WARN lines (run with \
@@ -195,7 +195,11 @@ fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause
         ),
         None => {
             let unknown = CATALOGUE.class("unknown").cloned().unwrap_or_default();
-            (format!("NCCL warned ({} message(s) not in topo's table)", evidence.len()), unknown.why, unknown.fix)
+            (
+                format!("NCCL warned ({} message(s) not in topo's table)", evidence.len()),
+                unknown.why.to_string(),
+                unknown.fix.to_string(),
+            )
         }
     };
     let title = if is_cause { format!("{title} (the first failure in the log)") } else { title };
@@ -214,7 +218,7 @@ fn trail_summary(report: &NcclReport) -> Option<Evidence> {
     let words: Vec<String> = codes
         .iter()
         .map(|(code, n)| {
-            let name = CATALOGUE.result(*code).map_or("?".to_string(), |r| r.name.clone());
+            let name = CATALOGUE.result(*code).map_or("?".to_string(), |r| r.name.to_string());
             format!("{n} × {code} ({name})")
         })
         .collect();
@@ -226,7 +230,7 @@ fn trail_summary(report: &NcclReport) -> Option<Evidence> {
 fn trail_only(report: &NcclReport) -> Option<Finding> {
     let first = report.error_codes.iter().find(|e| e.code != 0 && e.code != 7)?;
     let result = CATALOGUE.result(first.code);
-    let code = result.and_then(|r| r.class.clone()).filter(|c| c != "unknown").unwrap_or(UNEXPLAINED_ERROR.into());
+    let code = result.and_then(|r| r.class).filter(|c| *c != "unknown").unwrap_or(UNEXPLAINED_ERROR);
     let evidence: Vec<Evidence> = report
         .error_codes
         .iter()
