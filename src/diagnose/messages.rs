@@ -242,5 +242,5 @@ fn trail_only(report: &NcclReport) -> Option<Finding> {
             }
         })
         .collect();
-    Some(finding_for(&code, Severity::Error, evidence, true))
+    Some(finding_for(code, Severity::Error, evidence, true))
 }
