@@ -230,7 +230,17 @@ fn trail_summary(report: &NcclReport) -> Option<Evidence> {
 fn trail_only(report: &NcclReport) -> Option<Finding> {
     let first = report.error_codes.iter().find(|e| e.code != 0 && e.code != 7)?;
     let result = CATALOGUE.result(first.code);
-    let code = result.and_then(|r| r.class).filter(|c| *c != "unknown").unwrap_or(UNEXPLAINED_ERROR);
+    // The first trail line is where the error began. A generic code
+    // (ncclSystemError, ncclInternalError, a CUDA failure) says little; the
+    // subsystem of that source file says more (`misc/socket.cc:568 -> 2` is
+    // a socket failure), as it does for a WARN line of a generic class.
+    let generic = |class: &&str| matches!(*class, "unknown" | "internal-error" | "cuda-error");
+    let code = result
+        .and_then(|r| r.class)
+        .filter(|c| !generic(c))
+        .or_else(|| CATALOGUE.source_class(&first.location))
+        .or_else(|| result.and_then(|r| r.class).filter(|c| *c != "unknown"))
+        .unwrap_or(UNEXPLAINED_ERROR);
     let evidence: Vec<Evidence> = report
         .error_codes
         .iter()

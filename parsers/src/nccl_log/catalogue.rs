@@ -211,6 +211,20 @@ impl Catalogue {
         })
     }
 
+    /// The row of an interface address NCCL listed (`172.17.0.3<0>` from
+    /// `eth0:172.17.0.3<0>`, `fe80::1%bond0<0>`) that no other node can reach.
+    pub fn unreachable_interface_address(&self, address: &str) -> Option<&UnreachableAddress> {
+        let address = address.trim();
+        if address.is_empty() {
+            return None;
+        }
+        self.unreachable_addresses.iter().find(|a| match a.prefix.strip_prefix('<').and_then(|p| p.strip_suffix('>')) {
+            // `<::1>` stands for the whole address in connect lines' `host<port>` form.
+            Some(whole) => address == whole || address.strip_prefix(whole).is_some_and(|rest| rest.starts_with(['<', '%'])),
+            None => address.starts_with(a.prefix),
+        })
+    }
+
     pub fn class(&self, name: &str) -> Option<&Class> {
         self.classes.get(name)
     }

@@ -158,7 +158,9 @@ pub struct LogParser {
     orphans: Option<usize>,
     /// One cap per table over the whole input.
     budget: Budget,
-    errors: BTreeMap<(String, i64), u64>,
+    /// Error-trail lines: (count, order of first appearance), so the trail
+    /// is reported from where the error began.
+    errors: BTreeMap<(String, i64), (u64, usize)>,
     /// Per collective name: its statistics, in first-seen order, with an index
     /// and the last one used (consecutive COLL lines usually name the same op).
     collectives: Vec<(String, CollectiveAccumulator)>,
@@ -761,8 +763,9 @@ impl LogParser {
             Event::Collective(collective) => self.collective(line, collective),
             Event::ErrorTrace { location, code } => {
                 let key = (location.to_string(), code);
-                if self.errors.len() < MAX_DISTINCT_ERRORS || self.errors.contains_key(&key) {
-                    *self.errors.entry(key).or_default() += 1;
+                let next = self.errors.len();
+                if next < MAX_DISTINCT_ERRORS || self.errors.contains_key(&key) {
+                    self.errors.entry(key).or_insert((0, next)).0 += 1;
                 }
             }
             Event::Tuning { collective, bytes, algorithm, protocol } => {
@@ -1110,11 +1113,11 @@ impl LogParser {
             notices,
             framework_errors,
             logged_paths,
-            error_codes: self
-                .errors
-                .into_iter()
-                .map(|((location, code), count)| ErrorTrace { location, code, count })
-                .collect(),
+            error_codes: {
+                let mut trail: Vec<((String, i64), (u64, usize))> = self.errors.into_iter().collect();
+                trail.sort_by_key(|(_, (_, first))| *first);
+                trail.into_iter().map(|((location, code), (count, _))| ErrorTrace { location, code, count }).collect()
+            },
             collectives,
             progress,
             tuning: self
