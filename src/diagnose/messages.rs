@@ -39,8 +39,15 @@ pub(super) fn fatal(report: &NcclReport) -> bool {
     let trail = report.error_codes.iter().any(|e| e.code != 0 && e.code != 7);
     let init_unfinished = report.init_complete == 0
         || report.communicators.iter().any(|c| c.ranks.iter().any(|r| !c.init_complete.contains(&r.rank)));
+    // A framework row below error severity (libfabric's `provider efa output
+    // empty list`, a fallback) is not by itself a failure.
+    let framework_failed = report.framework_errors.iter().any(|w| {
+        CATALOGUE
+            .classify(Level::Framework, &w.text)
+            .is_none_or(|m| CATALOGUE.severity(m.row) == catalogue::Severity::Error)
+    });
     (trail && init_unfinished)
-        || !report.framework_errors.is_empty()
+        || framework_failed
         || !report.timeouts.is_empty()
         || report.warnings.iter().any(|w| w.text == "NCCL ABORT")
 }
@@ -170,7 +177,23 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
         out.extend(trail);
         return (out, cause);
     }
-    let cause = causal.filter(|_| fatal);
+    let mut cause = causal.filter(|_| fatal);
+    // A framework error that names no cause (`unhandled system error`) over an
+    // error trail: the trail's first line says where NCCL failed
+    // (`misc/socket.cc:666 -> 2` under `bootstrap.cc`), which names more.
+    if cause.as_deref() == Some(UNEXPLAINED_ERROR)
+        && let Some(trail) = trail_only(report).filter(|t| t.code != UNEXPLAINED_ERROR)
+    {
+        let code = trail.code.clone();
+        match out.iter_mut().find(|f| f.code == code) {
+            Some(existing) => {
+                existing.severity = Severity::Error;
+                existing.evidence.extend(trail.evidence);
+            }
+            None => out.push(trail),
+        }
+        cause = Some(code);
+    }
     if let Some(cause) = cause.as_deref().filter(|c| *c != UNEXPLAINED_ERROR) {
         // The framework's own report is the echo of the cause found above.
         for finding in out.iter_mut().filter(|f| f.code == UNEXPLAINED_ERROR) {

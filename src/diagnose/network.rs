@@ -1,9 +1,9 @@
 //! Rules about the network: socket fallback, GPUDirect RDMA, the bootstrap
 //! interface and transport errors.
 
-use topo_parsers::nccl_log::catalogue::CATALOGUE;
 use topo_model::nccl::TransportKind;
 use topo_model::{Evidence, Finding, NcclClass, NicKind, Severity, Snapshot};
+use topo_parsers::nccl_log::catalogue::CATALOGUE;
 
 use super::Inputs;
 use super::evidence::{fact, first_line, via_of};
@@ -163,7 +163,10 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
     listed.sort_unstable();
     listed.dedup();
     evidence.extend(
-        listed.into_iter().filter(|d| unsuitable_interface(d)).map(|d| fact("network", format!("socket interface {d}"))),
+        listed
+            .into_iter()
+            .filter(|d| unsuitable_interface(d))
+            .map(|d| fact("network", format!("socket interface {d}"))),
     );
     let mut names: Vec<&str> = network.bootstrap.iter().map(|i| i.split(':').next().unwrap_or(i)).collect();
     names.sort_unstable();

@@ -220,7 +220,9 @@ impl Catalogue {
         }
         self.unreachable_addresses.iter().find(|a| match a.prefix.strip_prefix('<').and_then(|p| p.strip_suffix('>')) {
             // `<::1>` stands for the whole address in connect lines' `host<port>` form.
-            Some(whole) => address == whole || address.strip_prefix(whole).is_some_and(|rest| rest.starts_with(['<', '%'])),
+            Some(whole) => {
+                address == whole || address.strip_prefix(whole).is_some_and(|rest| rest.starts_with(['<', '%']))
+            }
             None => address.starts_with(a.prefix),
         })
     }
