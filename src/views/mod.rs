@@ -7,6 +7,7 @@ pub mod gpus;
 pub mod job;
 pub mod nccl;
 pub mod plain;
+pub mod prometheus;
 
 use topo_model::PciDevice;
 use topo_model::topology::pci_class;

@@ -1,0 +1,43 @@
+//! The real outside tools some tests check topo's output with (promtool,
+//! chromium). `.ci/run` installs them; elsewhere a missing one skips the test
+//! with a loud message, but under `CI=true` it fails the test: a check that
+//! quietly did not run is no check.
+// Each test file uses some of these.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// The tool's path, or `None` (after saying so on stderr) when it is absent
+/// outside CI. Panics when it is absent under CI.
+pub fn require(tool: &str, package: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join(tool))
+        .find(|path| path.is_file());
+    if found.is_none() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(!ci, "{tool} is not installed but CI=true: .ci/run installs it (apt-get install {package})");
+        eprintln!(
+            "\n!!!!!!!! SKIPPED: {tool} not found (apt-get install {package}); this check did NOT run !!!!!!!!\n"
+        );
+    }
+    found
+}
+
+/// Runs `promtool check metrics` on `text`: it parses the exposition and
+/// lints names, units, HELP and TYPE. Fails the test on any complaint.
+pub fn promtool_accepts(text: &str) {
+    let Some(promtool) = require("promtool", "prometheus") else { return };
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), text.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success() && said.trim().is_empty(), "promtool check metrics:\n{said}\non:\n{text}");
+}
