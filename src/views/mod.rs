@@ -3,6 +3,7 @@
 pub mod document;
 pub mod dot;
 pub mod findings;
+pub mod html;
 pub mod gpus;
 pub mod job;
 pub mod nccl;
