@@ -3,8 +3,8 @@
 pub mod document;
 pub mod dot;
 pub mod findings;
-pub mod html;
 pub mod gpus;
+pub mod html;
 pub mod job;
 pub mod nccl;
 pub mod plain;

@@ -28,10 +28,7 @@ mod tests {
 
     #[test]
     fn markup_and_controls_become_text() {
-        assert_eq!(
-            text("<script>alert('x')</script>"),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"
-        );
+        assert_eq!(text("<script>alert('x')</script>"), "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;");
         assert_eq!(text("\"><img src=x onerror=alert(1)>"), "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;");
         assert_eq!(text("a & b"), "a &amp; b");
         assert_eq!(text("bell\x07 esc\x1b[2J\nnext"), "bell\\x07 esc\\x1b[2J\nnext");

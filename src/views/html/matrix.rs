@@ -46,7 +46,9 @@ pub fn render(out: &mut String, topology: &Topology) {
             );
         }
         let numa = match row.kind {
-            EndpointKind::Gpu | EndpointKind::Nic => topology.numa_of(row.bus_id).map_or("N/A".into(), |n| n.to_string()),
+            EndpointKind::Gpu | EndpointKind::Nic => {
+                topology.numa_of(row.bus_id).map_or("N/A".into(), |n| n.to_string())
+            }
         };
         let _ = writeln!(out, "<td class=\"numa\">{numa}</td></tr>");
     }

@@ -88,10 +88,8 @@ fn summary(out: &mut String, snapshot: &Snapshot, findings: &[Finding]) {
         Source::NvidiaSmiText { path } => format!("nvidia-smi topo -m text {path}"),
         Source::Lspci { path } => format!("lspci text {path}"),
     };
-    let mut rows: Vec<(&str, String)> = vec![
-        ("Host", snapshot.host.hostname.clone().unwrap_or_else(|| "(unnamed host)".into())),
-        ("Source", source),
-    ];
+    let mut rows: Vec<(&str, String)> =
+        vec![("Host", snapshot.host.hostname.clone().unwrap_or_else(|| "(unnamed host)".into())), ("Source", source)];
     if let Some(kernel) = &snapshot.host.kernel {
         rows.push(("Kernel", kernel.clone()));
     }
@@ -127,7 +125,12 @@ fn summary(out: &mut String, snapshot: &Snapshot, findings: &[Finding]) {
     let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
     rows.push((
         "Findings",
-        format!("{} error, {} warning, {} info", count(Severity::Error), count(Severity::Warning), count(Severity::Info)),
+        format!(
+            "{} error, {} warning, {} info",
+            count(Severity::Error),
+            count(Severity::Warning),
+            count(Severity::Info)
+        ),
     ));
     out.push_str("<dl class=\"summary\">\n");
     for (key, value) in rows {
@@ -258,7 +261,12 @@ fn findings(out: &mut String, findings: &[Finding]) {
         if !finding.evidence.is_empty() {
             out.push_str("<ul class=\"evidence\">\n");
             for evidence in &finding.evidence {
-                let _ = writeln!(out, "<li><code>{}</code>: <code>{}</code></li>", text(&evidence.at), text(&evidence.text));
+                let _ = writeln!(
+                    out,
+                    "<li><code>{}</code>: <code>{}</code></li>",
+                    text(&evidence.at),
+                    text(&evidence.text)
+                );
             }
             out.push_str("</ul>\n");
         }
@@ -268,6 +276,7 @@ fn findings(out: &mut String, findings: &[Finding]) {
         if !finding.hosts.is_empty() {
             let _ = writeln!(out, "<p><b>Hosts</b> {}</p>", text(&finding.hosts.join(", ")));
         }
-        let _ = writeln!(out, "<p><b>Why</b> {}</p>\n<p><b>Fix</b> {}</p>\n</div>", text(&finding.why), text(&finding.fix));
+        let _ =
+            writeln!(out, "<p><b>Why</b> {}</p>\n<p><b>Fix</b> {}</p>\n</div>", text(&finding.why), text(&finding.fix));
     }
 }

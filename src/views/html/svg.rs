@@ -18,7 +18,7 @@ use topo_model::{BusId, NvLinkRemote, PciDevice, Topology};
 use super::escape::text;
 use super::{NVLINK, SOCKET};
 
-const BOX_W: f64 = 112.0;
+const BOX_W: f64 = 120.0;
 const BOX_H: f64 = 50.0;
 const GAP: f64 = 14.0;
 const ROW: f64 = 86.0;
@@ -62,7 +62,7 @@ fn fit(label: &str, n: usize) -> String {
 fn link_label(device: &PciDevice) -> String {
     let link = device.link;
     if link.is_downtrained() {
-        format!("{} (max {})", link.current.label(), link.max.label())
+        format!("{} of {}", link.current.label(), link.max.label())
     } else if link.max.is_known() {
         link.max.label()
     } else {
@@ -76,22 +76,22 @@ fn device_node(topology: &Topology, device: &PciDevice) -> Node {
     let (kind, mut lines) = if let Some(gpu) = topology.gpu(bus) {
         let index = gpu.index.map_or("GPU".to_string(), |i| format!("GPU{i}"));
         let name = gpu.name.as_deref().unwrap_or("NVIDIA GPU").trim_start_matches("NVIDIA ");
-        (Kind::Gpu, vec![index, fit(name, 17)])
+        (Kind::Gpu, vec![index, fit(name, 20)])
     } else if device.is_nvswitch() {
         (Kind::NvSwitch, vec!["NVSwitch".to_string(), bus.to_string()])
     } else if topology.nics.iter().any(|n| n.bus_id == Some(bus)) {
         let names: Vec<&str> =
             topology.nics.iter().filter(|n| n.bus_id == Some(bus)).map(|n| n.name.as_str()).collect();
-        (Kind::Nic, vec![fit(&names.join(", "), 17), bus.to_string()])
+        (Kind::Nic, vec![fit(&names.join(", "), 18), bus.to_string()])
     } else if device.is_bridge() {
         (Kind::Bridge, vec![super::super::device_kind(device).to_string(), bus.to_string()])
     } else {
         (Kind::Other, vec![super::super::device_kind(device).to_string(), bus.to_string()])
     };
     if !link.is_empty() {
-        lines.push(fit(&link, 19));
+        lines.push(fit(&link, 21));
     }
-    let tooltip = format!("{bus} {} {link}", super::super::device_kind(device));
+    let tooltip = format!("{bus} {} {link}", super::super::device_kind(device)).trim_end().to_string();
     let mut node = Node::new(kind, lines, tooltip);
     node.downtrained = device.link.is_downtrained();
     node
@@ -283,7 +283,8 @@ pub fn render(topology: &Topology) -> String {
             node.y
         );
         for (i, line) in node.lines.iter().enumerate() {
-            let weight = if i == 0 { " font-weight=\"bold\"" } else { "" };
+            // The name in bold; the facts under it a size smaller, to fit the box.
+            let weight = if i == 0 { " font-weight=\"bold\"" } else { " font-size=\"10\"" };
             let colour = if i == 2 && node.downtrained { SOCKET } else { "#212121" };
             let _ = writeln!(
                 out,
