@@ -177,3 +177,43 @@ fn a_real_browser_draws_the_picture() {
     assert!(green > 500, "NVLink edges: {green} green pixels in rows {top}..{bottom}");
     assert!(red > 50, "the inter-socket link: {red} red pixels in rows {top}..{bottom}");
 }
+
+/// `--from` takes what `topo show --from` takes: pasted lspci output (a
+/// bundle directory) and an NCCL topology XML; a directory of snapshots is a
+/// cluster, refused with exit 2.
+#[test]
+fn from_pastes_and_nccl_xml() {
+    let dir = tempfile::tempdir().unwrap();
+    let pasted = dir.path().join("pasted");
+    std::fs::create_dir(&pasted).unwrap();
+    for (name, fixture) in
+        [("tv.txt", "asus-esc8000a-e12-lspci-tv.txt"), ("vvv.txt", "asus-esc8000a-e12-lspci-vvv.txt")]
+    {
+        std::fs::copy(root().join("tests/fixtures/lspci").join(fixture), pasted.join(name)).unwrap();
+    }
+    let html = report(dir.path(), &["--from", pasted.to_str().unwrap()]);
+    let picture = section(&html, "picture");
+    // The four GPUs and the paths to them; not the hundred functions of unknown class.
+    assert_eq!(picture.matches("fill=\"#c8e6c9\"").count(), 4, "{picture}");
+    assert!(picture.matches("<g class=\"node\">").count() < 20, "{picture}");
+    assert!(section(&html, "pcie").contains("1022:14a4"), "the text tree keeps them");
+
+    let html = report(dir.path(), &["--from", "tests/fixtures/nccl-topo/aws-p4d-24xlarge-a100x8.xml"]);
+    assert!(section(&html, "matrix").contains("<td class=\"c-pix\" title=\"GPU0 - GPU1: PIX\">PIX</td>"));
+    assert_self_contained(&html);
+
+    // The V100 hybrid cube mesh: NVLinks straight between GPUs, one arc per pair.
+    let html = report(dir.path(), &["--from", "tests/fixtures/nvidia-smi-topo/v100-sxm2-x8-1ib-oneflow.txt"]);
+    let picture = section(&html, "picture");
+    assert_eq!(picture.matches("<path class=\"nvlink\"").count(), 16, "{picture}");
+    assert!(picture.contains("<title>NV2</title>"));
+
+    Cli::cargo_bin("topo")
+        .unwrap()
+        .current_dir(root())
+        .args(["report", "--from", "tests/fixtures/snapshots", "-o"])
+        .arg(dir.path().join("cluster.html"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("a directory of snapshots is a cluster"));
+}

@@ -133,8 +133,19 @@ fn build(topology: &Topology) -> Picture {
     if !has_endpoints {
         return picture;
     }
-    let relevant = topology.relevant_devices();
-    let shown: Vec<&PciDevice> = topology.pci_devices.iter().filter(|d| relevant.contains(&d.bus_id)).collect();
+    // The paths to GPUs, NICs and NVSwitches. Unlike the text tree, devices of
+    // unknown class (`lspci -tv` alone) are left out: a hundred blank boxes
+    // would hide the wiring the picture is for.
+    let mut drawn = std::collections::HashSet::new();
+    let endpoints = topology.pci_devices.iter().filter(|d| {
+        topology.gpu(d.bus_id).is_some()
+            || topology.nics.iter().any(|n| n.bus_id == Some(d.bus_id))
+            || topology.nvswitches.iter().any(|s| s.bus_id == d.bus_id)
+    });
+    for device in endpoints {
+        drawn.extend(topology.ancestors(device.bus_id).iter().map(|a| a.bus_id));
+    }
+    let shown: Vec<&PciDevice> = topology.pci_devices.iter().filter(|d| drawn.contains(&d.bus_id)).collect();
     for device in &shown {
         picture.by_bus.insert(device.bus_id, picture.nodes.len());
         picture.nodes.push(device_node(topology, device));
@@ -216,6 +227,12 @@ pub fn render(topology: &Topology) -> String {
     for &root in &picture.roots.clone() {
         deepest = deepest.max(place(&mut picture.nodes, root, 0, &mut next_column));
     }
+    // GPUs and NICs on one bottom row, whatever their depth in the PCI tree:
+    // the arcs between GPUs then run under one line of boxes, not through them.
+    let leaf_y = MARGIN + deepest as f64 * ROW;
+    for node in picture.nodes.iter_mut().filter(|n| matches!(n.kind, Kind::Gpu | Kind::Nic) && n.children.is_empty()) {
+        node.y = leaf_y;
+    }
     // Room under the GPUs for NVLink arcs between them, then the NVSwitch row.
     let gpu_pairs = topology.nvlinks.iter().any(|l| matches!(l.remote, NvLinkRemote::Gpu(_)));
     let switch_y = MARGIN + (deepest + 1) as f64 * ROW + if gpu_pairs { ROW } else { 0.0 };
@@ -229,7 +246,7 @@ pub fn render(topology: &Topology) -> String {
         picture.nodes[index].y = switch_y;
     }
     let bottom = if picture.switches.is_empty() { switch_y - ROW + BOX_H } else { switch_y + BOX_H };
-    let height = bottom + MARGIN + if gpu_pairs && picture.switches.is_empty() { ROW } else { 0.0 };
+    let height = bottom + MARGIN;
 
     let mut out = String::new();
     let _ = writeln!(
