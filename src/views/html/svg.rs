@@ -235,7 +235,10 @@ pub fn render(topology: &Topology) -> String {
     }
     // Room under the GPUs for NVLink arcs between them, then the NVSwitch row.
     let gpu_pairs = topology.nvlinks.iter().any(|l| matches!(l.remote, NvLinkRemote::Gpu(_)));
-    let switch_y = MARGIN + (deepest + 1) as f64 * ROW + if gpu_pairs { ROW } else { 0.0 };
+    // Switches sit further down than a tree row: eight GPUs times four
+    // switches of near-horizontal lines would be one green smear.
+    let switch_gap = if picture.switches.is_empty() { 0.0 } else { 60.0 };
+    let switch_y = MARGIN + (deepest + 1) as f64 * ROW + if gpu_pairs { ROW } else { 0.0 } + switch_gap;
     let columns = next_column.max(picture.switches.len()).max(1);
     let width = 2.0 * MARGIN + columns as f64 * (BOX_W + GAP) - GAP;
     for (i, &index) in picture.switches.clone().iter().enumerate() {
