@@ -18,9 +18,12 @@ pub fn require(tool: &str, package: &str) -> Option<PathBuf> {
     if found.is_none() {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
         assert!(!ci, "{tool} is not installed but CI=true: .ci/run installs it (apt-get install {package})");
-        eprintln!(
-            "\n!!!!!!!! SKIPPED: {tool} not found (apt-get install {package}); this check did NOT run !!!!!!!!\n"
+        // Straight to stderr, past the test harness's capture: a passing test's
+        // eprintln! is never shown, and this must be seen.
+        let message = format!(
+            "\n!!!!!!!! SKIPPED: {tool} not found (apt-get install {package}); this check did NOT run !!!!!!!!\n\n"
         );
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), message.as_bytes());
     }
     found
 }
