@@ -94,3 +94,16 @@ fn cluster_with_a_hostile_host_name() {
     tools::promtool_accepts(&text);
     insta::assert_snapshot!("cluster-hostile-host", without_local_host(&text));
 }
+
+/// A node probed before its gate (`topo probe --save`, or `preflight --probe`):
+/// the preflight file carries the figures too, each family once.
+#[test]
+fn preflight_of_a_probed_node_carries_the_figures() {
+    let output = topo(&["preflight", "--from", STANDIN_PROBE, "--format", "prometheus"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("topo_preflight_check_ok{check=\"live-bandwidth\"} 0\n"), "{text}");
+    assert!(text.contains("topo_probe_bandwidth_bytes_per_second{kind=\"h2d\",src=\"host\",dst=\"3\""), "{text}");
+    assert_eq!(text.matches("# TYPE topo_info gauge").count(), 1);
+    tools::promtool_accepts(&text);
+}

@@ -100,7 +100,14 @@ pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         PreflightFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
         PreflightFormat::Yaml => format!("# {}\n{}", report.verdict, topo_model::snapshot::to_yaml_string(&report)),
         PreflightFormat::Junit => crate::preflight::render::junit(&report),
-        PreflightFormat::Prometheus => crate::views::prometheus::preflight(&report),
+        PreflightFormat::Prometheus => {
+            let mut text = crate::views::prometheus::preflight(&report);
+            if let Some(probe) = &snapshot.probe {
+                let findings = crate::probe::findings::probe_findings(&snapshot);
+                text.push_str(&crate::views::prometheus::probe_metrics(probe, &findings));
+            }
+            text
+        }
     };
     output::print(&text)?;
     Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })

@@ -206,6 +206,20 @@ struct Prefix {
 pub fn probe(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
     let mut exposition = Exposition::default();
     info(&mut exposition, "probe", host);
+    probe_families(&mut exposition, report, findings);
+    exposition.out
+}
+
+/// The `topo_probe_*` families alone: `topo preflight` adds them after its
+/// own when the node was probed (`--probe`, or a snapshot saved by `topo
+/// probe --save`), so one timer's file carries the verdict and the figures.
+pub fn probe_metrics(report: &ProbeReport, findings: &[Finding]) -> String {
+    let mut exposition = Exposition::default();
+    probe_families(&mut exposition, report, findings);
+    exposition.out
+}
+
+fn probe_families(exposition: &mut Exposition, report: &ProbeReport, findings: &[Finding]) {
     let errors = findings.iter().any(|f| f.severity == Severity::Error);
     exposition
         .gauge("topo_probe_passed", "1 when the probe found no error (every figure within its threshold), else 0.")
@@ -231,7 +245,7 @@ pub fn probe(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
         })
         .collect();
     figures(
-        &mut exposition,
+        exposition,
         Prefix {
             measured: "topo_probe_bandwidth_bytes_per_second",
             measured_help: "Measured copy bandwidth; both-way kinds add the two directions.",
@@ -260,7 +274,7 @@ pub fn probe(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
         })
         .collect();
     figures(
-        &mut exposition,
+        exposition,
         Prefix {
             measured: "topo_probe_collective_best_busbw_bytes_per_second",
             measured_help: "The best bus bandwidth (nccl-tests' busbw) over the sizes swept.",
@@ -296,7 +310,7 @@ pub fn probe(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
         .collect();
     if !hops.is_empty() {
         figures(
-            &mut exposition,
+            exposition,
             Prefix {
                 measured: "topo_probe_ring_hop_bandwidth_bytes_per_second",
                 measured_help: "Send/recv bandwidth of each hop of the ring, alone.",
@@ -314,8 +328,7 @@ pub fn probe(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
         }
     }
     let findings: Vec<&Finding> = findings.iter().collect();
-    findings_by_severity(&mut exposition, "topo_probe_findings", "Findings of the probe, by severity.", &findings);
-    exposition.out
+    findings_by_severity(exposition, "topo_probe_findings", "Findings of the probe, by severity.", &findings);
 }
 
 /// `topo cluster --format prometheus`: node and class counts, each class's
