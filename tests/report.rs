@@ -91,6 +91,8 @@ fn probe_figures_rings_and_findings() {
     assert!(findings.contains("<code>probe-slow-link</code>"), "{findings}");
     assert!(findings.contains("<b>Why</b>") && findings.contains("<b>Fix</b>"));
     insta::assert_snapshot!("standin-probe-figures", probe);
+    insta::assert_snapshot!("standin-rings", rings);
+    insta::assert_snapshot!("standin-findings", findings);
 }
 
 /// A host name and a log line written to break out of the page: both shown
@@ -120,10 +122,13 @@ fn hostile_host_name_and_log_line_stay_text() {
     );
     let Some(chromium) = tools::require("chromium", "chromium") else { return };
     let output = Command::new(chromium)
-        .args(["--headless", "--disable-gpu", "--no-sandbox", "--dump-dom"])
+        .args(["--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0", "--dump-dom"])
         .arg(format!("file://{}", dir.path().join("report.html").display()))
         .output()
         .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
     let dom = String::from_utf8_lossy(&output.stdout).to_ascii_lowercase();
     assert!(dom.contains("<svg") && dom.contains("id=\"findings\""), "the browser built the page:\n{dom}");
     assert!(!dom.contains("<script") && !dom.contains("<img"), "an element from the input:\n{dom}");
