@@ -121,11 +121,12 @@ fn hostile_host_name_and_log_line_stay_text() {
         "the log line is shown"
     );
     let Some(chromium) = tools::require("chromium", "chromium") else { return };
-    let output = Command::new(chromium)
-        .args(["--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0", "--dump-dom"])
-        .arg(format!("file://{}", dir.path().join("report.html").display()))
-        .output()
-        .unwrap();
+    let output = tools::output_within(
+        Command::new(chromium)
+            .args(["--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0", "--dump-dom"])
+            .arg(format!("file://{}", dir.path().join("report.html").display())),
+        120,
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
@@ -143,13 +144,21 @@ fn a_real_browser_draws_the_picture() {
     let dir = tempfile::tempdir().unwrap();
     report(dir.path(), &["--example", "h100-sxm-8gpu"]);
     let png = dir.path().join("shot.png");
-    let output = Command::new(chromium)
-        .args(["--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"])
-        .arg(format!("--screenshot={}", png.display()))
-        .arg("--window-size=1400,1500")
-        .arg(format!("file://{}", dir.path().join("report.html").display()))
-        .output()
-        .unwrap();
+    let output = tools::output_within(
+        Command::new(chromium)
+            .args([
+                "--headless",
+                "--disable-gpu",
+                "--no-sandbox",
+                "--hide-scrollbars",
+                "--enable-logging=stderr",
+                "--v=0",
+            ])
+            .arg(format!("--screenshot={}", png.display()))
+            .arg("--window-size=1400,1500")
+            .arg(format!("file://{}", dir.path().join("report.html").display())),
+        120,
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages:\n{}", console.join("\n"));
