@@ -231,3 +231,29 @@ fn from_pastes_and_nccl_xml() {
         .code(2)
         .stderr(predicates::str::contains("a directory of snapshots is a cluster"));
 }
+
+/// Ring hops coloured by the hardware path under them. Log 001 ran two A100s
+/// of one host; no published machine file has their bus IDs, so (as in
+/// tests/nccl_cli.rs) a hand-made NCCL topology file describes that pair: NV12.
+#[test]
+fn ring_hops_carry_their_hardware_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = |bus: &str, dev: u32, peer: &str| {
+        format!(
+            r#"<pci busid="{bus}" class="0x030200" vendor="0x10de" device="0x20b2" link_speed="16.0 GT/s PCIe" link_width="16"><gpu dev="{dev}" sm="80" rank="{dev}" gdr="1"><nvlink target="{peer}" count="12" tclass="0x030200"/></gpu></pci>"#
+        )
+    };
+    let xml = format!(
+        r#"<system version="1"><cpu numaid="0" affinity="ff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="106">{}{}</cpu></system>"#,
+        gpu("0000:17:00.0", 0, "0000:65:00.0"),
+        gpu("0000:65:00.0", 1, "0000:17:00.0")
+    );
+    let machine = dir.path().join("machine.xml");
+    std::fs::write(&machine, xml).unwrap();
+    let log = root().join("tests/fixtures/nccl-logs/001-nccl2277-1node-2gpu-a100-nvlink-graph-alloc-full.log");
+    let html = report(dir.path(), &["--from", machine.to_str().unwrap(), "--nccl-log", log.to_str().unwrap()]);
+    let rings = section(&html, "nccl");
+    assert!(rings.contains("<span class=\"hop c-nv\">0&rarr;1 "), "{rings}");
+    assert!(rings.contains("(NV12)</span>"), "{rings}");
+    assert!(!rings.contains("&rarr;1 ?"), "{rings}");
+}

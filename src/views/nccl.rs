@@ -160,7 +160,7 @@ fn communicator(out: &mut String, index: usize, comm: &Communicator) {
 }
 
 /// The connection carrying a ring hop: collective connection, sender's side.
-fn hop(comm: &Communicator, channel: u32, from: u32, to: u32) -> Option<&Connection> {
+pub(crate) fn hop(comm: &Communicator, channel: u32, from: u32, to: u32) -> Option<&Connection> {
     comm.connections
         .iter()
         .filter(|c| c.channel == channel && c.conn_index == 0 && c.from == from && c.to == Some(to))

@@ -142,15 +142,14 @@ fn summary(out: &mut String, snapshot: &Snapshot, findings: &[Finding]) {
 /// Every communicator's rings as rank sequences; the whole `topo nccl`
 /// report folded underneath.
 fn nccl(out: &mut String, report: &NcclReport) {
-    if !report.nccl_versions.is_empty() || !report.hosts.is_empty() {
-        let _ = writeln!(
-            out,
-            "<p>NCCL {} on {} host(s): {}</p>",
-            text(&report.nccl_versions.join(", ")),
-            report.hosts.len(),
-            text(&report.hosts.iter().take(16).cloned().collect::<Vec<_>>().join(", "))
-        );
-    }
+    let version = match report.nccl_versions.as_slice() {
+        [] => "NCCL (version not printed)".to_string(),
+        versions => format!("NCCL {}", text(&versions.join(", "))),
+    };
+    let hosts = report.hosts.iter().take(16).cloned().collect::<Vec<_>>().join(", ");
+    let more = report.hosts.len().saturating_sub(16);
+    let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+    let _ = writeln!(out, "<p>{version} on {} host(s): {}{more}</p>", report.hosts.len(), text(&hosts));
     let mut any = false;
     for comm in &report.communicators {
         if comm.rings.is_empty() {
@@ -159,13 +158,19 @@ fn nccl(out: &mut String, report: &NcclReport) {
         any = true;
         let ranks = comm.nranks.map_or("?".to_string(), |n| n.to_string());
         let _ = writeln!(out, "<h3>communicator {} ({ranks} ranks)</h3>\n<table class=\"rings\">", text(&comm.id));
-        out.push_str("<tr><th>channel</th><th>ring (rank order)</th></tr>\n");
+        out.push_str("<tr><th>channel</th><th>ring (rank order)</th><th>hops: transport (hardware path)</th></tr>\n");
         for ring in &comm.rings {
             let mut order: Vec<String> = ring.order.iter().map(u32::to_string).collect();
             if let Some(first) = ring.order.first() {
                 order.push(first.to_string());
             }
-            let _ = writeln!(out, "<tr><td>{}</td><td>{}</td></tr>", ring.channel, order.join(" &rarr; "));
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ring.channel,
+                order.join(" &rarr; "),
+                ring_hops(comm, ring)
+            );
         }
         out.push_str("</table>\n");
     }
@@ -177,6 +182,30 @@ fn nccl(out: &mut String, report: &NcclReport) {
         "<details><summary>The whole NCCL report (topo nccl)</summary>\n<pre>{}</pre>\n</details>",
         text(&crate::views::nccl::render(report))
     );
+}
+
+/// Each hop of a ring with the transport NCCL logged for it, coloured by
+/// the hardware path between the two GPUs when the machine is known.
+fn ring_hops(comm: &topo_model::nccl::Communicator, ring: &topo_model::nccl::Ring) -> String {
+    let n = ring.order.len();
+    let hops: Vec<String> = (0..n)
+        .map(|i| {
+            let (from, to) = (ring.order[i], ring.order[(i + 1) % n]);
+            match crate::views::nccl::hop(comm, ring.channel, from, to) {
+                Some(c) => {
+                    let hardware = c.hardware.as_ref();
+                    let class = hardware
+                        .and_then(|h| topo_model::SmiClass::parse(&h.smi))
+                        .map_or("hop".to_string(), |c| format!("hop {}", matrix::class_css(c)));
+                    let path = hardware.map_or(String::new(), |h| format!(" ({})", text(&h.smi)));
+                    let cross = if c.cross_node == Some(true) { " cross-node" } else { "" };
+                    format!("<span class=\"{class}\">{from}&rarr;{to} {}{path}{cross}</span>", text(&c.detail))
+                }
+                None => format!("<span class=\"hop\">{from}&rarr;{to} ?</span>"),
+            }
+        })
+        .collect();
+    hops.join(" ")
 }
 
 fn gbps(bytes_per_second: f64) -> String {
