@@ -5,6 +5,9 @@
 //! exact. The topology the figures are held against is the ASUS ESC8000A-E12
 //! sysfs tree (4x RTX 6000 Ada, PCIe Gen4 x16, two sockets).
 
+#[path = "support/tools.rs"]
+mod tools;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -486,4 +489,20 @@ fn diagnose_reads_stored_results() {
     let (stdout, _) = text(&output);
     assert!(stdout.contains("error    probe-slow-link"), "{stdout}");
     assert!(stdout.contains("evidence  ring hop rank 2 -> rank 3: 4.0 GB/s measured"), "{stdout}");
+}
+
+/// `topo probe --format prometheus` on the stand-in libraries, parsed and
+/// linted by promtool: every copy, collective and ring hop beside its expected figure.
+#[test]
+fn prometheus_textfile() {
+    let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "4M", "--min", "1M", "--max", "4M", "--ring-walk"];
+    let output = topo(&[&args[..], &["--format", "prometheus"]].concat(), &FAULTS);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    tools::promtool_accepts(&stdout);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let stdout = stdout.replacen(&format!("host=\"{}\"", host.trim()), "host=\"HOST\"", 1);
+    assert!(stdout.contains("topo_probe_passed 0\n"), "{stdout}");
+    assert!(stdout.contains("topo_probe_copy_failed{kind=\"p2p\",src=\"1\",dst=\"2\"} 1\n"), "{stdout}");
+    insta::assert_snapshot!(stdout);
 }

@@ -6,8 +6,18 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use super::{OriginArgs, ReportFormat, report_notices};
+use super::{OriginArgs, report_notices};
 use crate::output;
+
+/// `topo probe` and `topo cluster`: the report formats plus Prometheus.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum NodeFormat {
+    Plain,
+    Json,
+    Yaml,
+    /// Prometheus text exposition for node_exporter's textfile collector (docs/prometheus.md).
+    Prometheus,
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(super) enum PreflightFormat {
@@ -16,6 +26,8 @@ pub(super) enum PreflightFormat {
     Yaml,
     /// JUnit XML, one test case per check, for CI systems.
     Junit,
+    /// Prometheus text exposition for node_exporter's textfile collector (docs/prometheus.md).
+    Prometheus,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,6 +100,14 @@ pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         PreflightFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
         PreflightFormat::Yaml => format!("# {}\n{}", report.verdict, topo_model::snapshot::to_yaml_string(&report)),
         PreflightFormat::Junit => crate::preflight::render::junit(&report),
+        PreflightFormat::Prometheus => {
+            let mut text = crate::views::prometheus::preflight(&report);
+            if let Some(probe) = &snapshot.probe {
+                let findings = crate::probe::findings::probe_findings(&snapshot);
+                text.push_str(&crate::views::prometheus::probe_metrics(probe, &findings));
+            }
+            text
+        }
     };
     output::print(&text)?;
     Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -135,7 +155,7 @@ pub(super) struct ProbeArgs {
     pub(super) threshold: f64,
     /// The JSON is documented in docs/probe.md.
     #[arg(long, value_enum, default_value = "plain")]
-    pub(super) format: ReportFormat,
+    pub(super) format: NodeFormat,
     /// Also write this node's snapshot with the results (YAML, or JSON for
     /// `.json`), for `topo show --from`, `topo preflight --from` and `topo cluster`.
     #[arg(long, value_name = "FILE")]
@@ -302,13 +322,14 @@ pub(super) fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let Some(report) = &run.snapshot.probe else { anyhow::bail!("the probe produced no report") };
     let findings = &run.findings;
     let text = match args.format {
-        ReportFormat::Plain => crate::probe::render::plain(report, &run.host, findings),
-        ReportFormat::Json => {
+        NodeFormat::Plain => crate::probe::render::plain(report, &run.host, findings),
+        NodeFormat::Json => {
             serde_json::to_string_pretty(&serde_json::json!({ "probe": report, "findings": findings }))? + "\n"
         }
-        ReportFormat::Yaml => {
+        NodeFormat::Yaml => {
             topo_model::snapshot::to_yaml_string(&serde_json::json!({ "probe": report, "findings": findings }))
         }
+        NodeFormat::Prometheus => crate::views::prometheus::probe(report, &run.host, findings),
     };
     output::print(&text)?;
     if let Some(path) = &args.save {
@@ -325,15 +346,16 @@ pub(super) struct ClusterArgs {
     pub(super) inputs: Vec<PathBuf>,
     /// The JSON is documented in docs/cluster.md.
     #[arg(long, value_enum, default_value = "plain")]
-    pub(super) format: ReportFormat,
+    pub(super) format: NodeFormat,
 }
 
 pub(super) fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     let report = crate::cluster::load(&args.inputs)?;
     let text = match args.format {
-        ReportFormat::Plain => crate::cluster::render(&report),
-        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
-        ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+        NodeFormat::Plain => crate::cluster::render(&report),
+        NodeFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        NodeFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+        NodeFormat::Prometheus => crate::views::prometheus::cluster(&report, &hostname()),
     };
     output::print(&text)?;
     // What could be read is reported; a named input that is not there still fails the run.

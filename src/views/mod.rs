@@ -4,9 +4,11 @@ pub mod document;
 pub mod dot;
 pub mod findings;
 pub mod gpus;
+pub mod html;
 pub mod job;
 pub mod nccl;
 pub mod plain;
+pub mod prometheus;
 
 use topo_model::PciDevice;
 use topo_model::topology::pci_class;
