@@ -373,6 +373,7 @@ impl LogParser {
                 }
             }
             None if line.level == Level::Bare && self.via_fragment(line.message) => {}
+            None if line.level == Level::Bare && self.prefixed_version(line.message) => {}
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
             None if line.level == Level::Info && !self.notice(&line) && !self.topology_line(&line) => {
                 self.tuning_table.line(line.pid, line.tid, line.message);
@@ -395,6 +396,22 @@ impl LogParser {
         if self.via.len() < MAX_DISTINCT_VIA || self.via.contains_key(via) {
             *self.via.entry(via.to_string()).or_default() += 1;
         }
+        self.nccl_lines += 1;
+        true
+    }
+
+    /// NCCL's own `NCCL version 2.21.5+cuda12.8` line (a printf, no prefix of
+    /// NCCL's) behind a logger's or console's prefix (`  | 2025-05-16T16:39:51 | `,
+    /// a timestamp, a worker name): the version ends the line.
+    fn prefixed_version(&mut self, message: &str) -> bool {
+        let Some(at) = message.rfind("NCCL version ") else { return false };
+        let version = message[at + "NCCL version ".len()..].trim();
+        let looks_like_version =
+            version.split('.').take(2).all(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit()));
+        if !looks_like_version || version.contains(char::is_whitespace) || self.versions.len() >= 64 {
+            return false;
+        }
+        self.versions.insert(version.to_string());
         self.nccl_lines += 1;
         true
     }
@@ -697,6 +714,13 @@ impl LogParser {
                 };
                 state.nranks = Some(nranks);
                 state.nnodes = Some(nnodes);
+            }
+            Event::RankCount { rank, nranks } => {
+                let (comm, _) = self.current(line);
+                if let Some(rank) = rank {
+                    comm.saw_rank(rank);
+                }
+                comm.nranks.get_or_insert(nranks);
             }
             Event::RingOrder { channel, ranks } => {
                 let (comm, budget) = self.current(line);
