@@ -17,6 +17,9 @@
  * seconds for its peers'); all_reduce, all_gather, send/recv and
  * ncclCommSplit are supported. Time: bytes / the slowest member's rate,
  *   FAKE_NCCL_RANK_GBPS   "rank:GB/s,..." per world rank (default FAKE_NCCL_P2P_GBPS)
+ * A collective across processes starts when the last rank's stream reaches it
+ * (each rank's stream clock is shared through the directory), so a rank that
+ * arrives early times its wait, as on real GPUs.
  *
  * As the real library does across processes: ncclCommInitRank is collective
  * (it returns only when every rank has arrived, and a peer that never comes
@@ -41,6 +44,7 @@
 #include <stdarg.h>
 
 double *fake_cuda_stream_clock(void *s);
+void fake_cuda_run_queue(void);
 
 typedef struct { char internal[128]; } ncclUniqueId;
 
@@ -136,13 +140,43 @@ int ncclCommDestroy(struct comm *c) {
 }
 int ncclCommAbort(struct comm *c) { free(c); return OK; }
 
-static void sync_clocks(struct op **members, int n, double seconds) {
-    double start = 0;
-    for (int i = 0; i < n; i++) {
-        double t = *fake_cuda_stream_clock(members[i]->stream);
-        if (t > start) start = t;
+/* One process's group runs at once, as NCCL launches a group's work together:
+ * every operation starts when the group does (the latest of its streams), and
+ * each stream is busy for the sum of what it sends or of what it receives,
+ * whichever is longer (a GPU's link is shared by its own transfers). */
+#define MAX_STREAMS 64
+static struct { void *stream; double send, recv; } busy[MAX_STREAMS];
+static int busy_count;
+static double group_start;
+
+static void begin_group_time(void) {
+    group_start = 0;
+    busy_count = 0;
+    for (int i = 0; i < op_count; i++) {
+        double t = *fake_cuda_stream_clock(ops[i].stream);
+        if (t > group_start) group_start = t;
     }
-    for (int i = 0; i < n; i++) *fake_cuda_stream_clock(members[i]->stream) = start + LATENCY + seconds;
+}
+static void add_busy(void *stream, double send, double recv) {
+    int i = 0;
+    while (i < busy_count && busy[i].stream != stream) i++;
+    if (i == busy_count) {
+        if (busy_count == MAX_STREAMS) return;
+        busy[busy_count++] = (typeof(busy[0])){stream, 0, 0};
+    }
+    busy[i].send += send;
+    busy[i].recv += recv;
+}
+static void end_group_time(void) {
+    for (int i = 0; i < busy_count; i++) {
+        double longest = busy[i].send > busy[i].recv ? busy[i].send : busy[i].recv;
+        double *clock = fake_cuda_stream_clock(busy[i].stream);
+        if (group_start + LATENCY + longest > *clock) *clock = group_start + LATENCY + longest;
+    }
+    busy_count = 0;
+}
+static void sync_clocks(struct op **members, int n, double seconds) {
+    for (int i = 0; i < n; i++) add_busy(members[i]->stream, seconds, seconds);
 }
 
 static int run_collective(struct op *first) {
@@ -218,9 +252,10 @@ static int run_send(struct op *send) {
         if (recv->done || recv->kind != RECV || recv->comm->rank != send->other || recv->other != send->comm->rank) continue;
         if (recv->count != send->count) return INVALID_USAGE;
         if (send->count) memmove(recv->recv, send->send, send->count * sizeof(float));
-        struct op *pair[2] = {send, recv};
         double gbps = send->comm->rank == recv->comm->rank ? 1000.0 : hop_gbps(send->comm->rank, recv->comm->rank);
-        sync_clocks(pair, 2, (double)send->count * sizeof(float) / (gbps * 1e9));
+        double seconds = (double)send->count * sizeof(float) / (gbps * 1e9);
+        add_busy(send->stream, seconds, 0);
+        add_busy(recv->stream, 0, seconds);
         send->done = recv->done = 1;
         return OK;
     }
@@ -340,6 +375,18 @@ static int cross_collective(struct op *o) {
     maybe_exit_at(c, seq);
     size_t in_bytes = o->count * sizeof(float);
     char path[1024];
+    /* A collective starts on every rank when the last one arrives: each
+     * publishes when its stream reaches it, and all start at the latest. */
+    double start = *fake_cuda_stream_clock(o->stream);
+    path_of(path, sizeof path, c, "start", seq, c->rank, 0);
+    if (put(path, &start, sizeof start)) return SYSTEM_ERROR;
+    for (int r = 0; r < c->nranks; r++) {
+        double theirs;
+        path_of(path, sizeof path, c, "start", seq, r, 0);
+        int rc = take_from(c, r, path, &theirs, sizeof theirs);
+        if (rc) return rc;
+        if (theirs > start) start = theirs;
+    }
     path_of(path, sizeof path, c, "coll", seq, c->rank, 0);
     if (put(path, o->send, in_bytes)) return SYSTEM_ERROR;
     float *peer = malloc(in_bytes ? in_bytes : 1);
@@ -367,7 +414,7 @@ static int cross_collective(struct op *o) {
     }
     free(peer);
     size_t total = o->kind == ALL_GATHER ? in_bytes * c->nranks : in_bytes;
-    *fake_cuda_stream_clock(o->stream) += LATENCY + (double)total * factor / (slowest(c, -1, -1) * 1e9);
+    *fake_cuda_stream_clock(o->stream) = start + LATENCY + (double)total * factor / (slowest(c, -1, -1) * 1e9);
     return OK;
 }
 
@@ -443,8 +490,11 @@ int ncclCommSplit(struct comm *c, int color, int key, struct comm **out, void *c
 }
 
 static int run_group(void) {
+    /* Stream order: the copies queued before the group are done first. */
+    fake_cuda_run_queue();
     if (shared_dir()) return run_cross_group();
     int result = OK;
+    begin_group_time();
     for (int i = 0; i < op_count && result == OK; i++) {
         struct op *o = &ops[i];
         if (o->done || o->kind == RECV) continue;
@@ -452,6 +502,7 @@ static int run_group(void) {
     }
     for (int i = 0; i < op_count && result == OK; i++)
         if (!ops[i].done) result = INVALID_USAGE;
+    end_group_time();
     op_count = 0;
     return result;
 }
