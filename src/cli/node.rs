@@ -268,10 +268,12 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     // One GPU per process only inside a launched job; alone (and in preflight) every GPU.
     let local_rank = launch.as_ref().and_then(|_| launcher::local_rank(&env));
-    let place = crate::probe::run::Place { launch, local_rank, host: hostname() };
-    let mut report = crate::probe::run::run(&plan, &place)?;
+    // The topology first: it says where each GPU's pinned host memory belongs.
     let nvml = args.sysfs_root == std::path::Path::new("/");
     let mut snapshot = crate::sources::load(crate::sources::Origin::Sysfs { root: &args.sysfs_root, nvml })?;
+    let homes = crate::probe::expect::host_homes(&snapshot.topology);
+    let place = crate::probe::run::Place { launch, local_rank, host: hostname(), homes };
+    let mut report = crate::probe::run::run(&plan, &place)?;
     crate::probe::expect::annotate(&mut report, &snapshot.topology);
     snapshot.probe = Some(report);
     let findings = crate::probe::findings::probe_findings(&snapshot);

@@ -59,8 +59,14 @@ impl Gpu {
         Ok(result::device::get_count().during("cuDeviceGetCount")?.max(0) as u32)
     }
 
-    pub fn open(ordinal: u32) -> Result<Gpu, LiveError> {
+    /// Name and bus ID (`0000:17:00.0`) of `ordinal`, without a context, so a
+    /// GPU that cannot be opened is still named.
+    pub fn describe(ordinal: u32) -> Result<(String, String), LiveError> {
         let device = result::device::get(ordinal as i32).during("cuDeviceGet")?;
+        Self::identify(device)
+    }
+
+    fn identify(device: sys::CUdevice) -> Result<(String, String), LiveError> {
         let name = result::device::get_name(device).during("cuDeviceGetName")?;
         let attribute = |attribute| {
             // SAFETY: a plain query of a valid device.
@@ -73,6 +79,15 @@ impl Gpu {
             attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
             attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
         );
+        Ok((name, bus_id))
+    }
+
+    /// Retains the GPU's primary context. Fails per GPU: another process
+    /// holding it in exclusive-process mode (CUDA_ERROR_DEVICE_UNAVAILABLE),
+    /// an uncorrectable ECC error (CUDA_ERROR_ECC_UNCORRECTABLE).
+    pub fn open(ordinal: u32) -> Result<Gpu, LiveError> {
+        let device = result::device::get(ordinal as i32).during("cuDeviceGet")?;
+        let (name, bus_id) = Self::identify(device)?;
         // SAFETY: the device is valid; released in Drop.
         let context = unsafe { result::primary_ctx::retain(device) }.during("cuDevicePrimaryCtxRetain")?;
         Ok(Gpu { ordinal, name, bus_id, device, context })
@@ -93,6 +108,19 @@ impl Gpu {
             .result()
             .during("cuDeviceCanAccessPeer")?;
         Ok(can != 0)
+    }
+
+    /// Turns off this context's access to `peer` again: a context may have only
+    /// eight peers on at once on boxes without NVSwitch (the ninth
+    /// `cuCtxEnablePeerAccess` answers CUDA_ERROR_TOO_MANY_PEERS), so each pair
+    /// gives its access back when measured. Not on is fine.
+    pub fn disable_peer_access(&self, peer: &Gpu) -> Result<(), LiveError> {
+        self.bind()?;
+        // SAFETY: both contexts are retained.
+        match unsafe { sys::cuCtxDisablePeerAccess(peer.context) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED => Ok(()),
+            other => Err(driver_error("cuCtxDisablePeerAccess", result::DriverError(other))),
+        }
     }
 
     /// Turns on this context's access to `peer` (process-local; nothing on the
@@ -142,14 +170,21 @@ impl Stream {
         self.raw
     }
 
+    /// Makes the stream's context current: every call that enqueues on the
+    /// stream does this first, since the driver takes the current context,
+    /// not the stream's, for most of them (and fails on a mismatch).
+    pub fn bind(&self) -> Result<(), LiveError> {
+        // SAFETY: the context is retained by the Gpu that outlives its streams.
+        unsafe { result::ctx::set_current(self.context) }.during("cuCtxSetCurrent")
+    }
+
     pub fn synchronize(&self) -> Result<(), LiveError> {
         // SAFETY: the stream lives while self does.
         unsafe { result::stream::synchronize(self.raw) }.during("cuStreamSynchronize")
     }
 
     fn event(&self) -> Result<Event, LiveError> {
-        // SAFETY: the context is retained by the Gpu that outlives its streams.
-        unsafe { result::ctx::set_current(self.context) }.during("cuCtxSetCurrent")?;
+        self.bind()?;
         let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).during("cuEventCreate")?;
         Ok(Event { raw })
     }
@@ -162,6 +197,7 @@ impl Stream {
     }
 
     fn wait(&self, event: &Event) -> Result<(), LiveError> {
+        self.bind()?;
         // SAFETY: both live.
         unsafe { result::stream::wait_event(self.raw, event.raw, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
             .during("cuStreamWaitEvent")
@@ -204,6 +240,7 @@ impl DeviceBuffer {
     /// Sets every byte to `byte` (0xff makes every `f32` a NaN, which equals
     /// nothing, so an element a collective failed to write is counted wrong).
     pub fn fill(&self, byte: u8, stream: &Stream) -> Result<(), LiveError> {
+        stream.bind()?;
         // SAFETY: the whole allocation, on a stream of its GPU.
         unsafe { result::memset_d8_async(self.ptr, byte, self.bytes, stream.raw) }.during("cuMemsetD8Async")?;
         stream.synchronize()
@@ -219,6 +256,7 @@ impl DeviceBuffer {
                 self.bytes
             )));
         }
+        stream.bind()?;
         // SAFETY: the range is inside the allocation (checked above); synchronised before `host` can go.
         unsafe { result::memcpy_htod_async(self.ptr + offset as u64, host, stream.raw) }.during("cuMemcpyHtoDAsync")?;
         stream.synchronize()
@@ -233,6 +271,7 @@ impl DeviceBuffer {
                 self.bytes
             )));
         }
+        stream.bind()?;
         // SAFETY: as in write; every bit pattern is a valid f32.
         unsafe { result::memcpy_dtoh_async(host, self.ptr + offset as u64, stream.raw) }.during("cuMemcpyDtoHAsync")?;
         stream.synchronize()
@@ -302,6 +341,7 @@ impl Copy<'_> {
     }
 
     fn enqueue(&mut self, stream: &Stream) -> Result<(), LiveError> {
+        stream.bind()?;
         let bytes = self.bytes();
         // SAFETY: every buffer is alive for the loop (borrowed by self) and
         // the ranges are within both buffers (`bytes` is the smaller size).
