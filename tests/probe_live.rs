@@ -688,3 +688,32 @@ fn local_processes_take_turns_for_host_copies() {
         assert!(gbps > 24.0, "rank {rank}: {gbps:.1} GB/s, shared with the others");
     }
 }
+
+/// Issue 15, defect 10: launching a copy costs the host microseconds; a
+/// 64 KiB copy takes less on the link, so a stream fed one copy at a time
+/// idles between launches and times the launches. The streams are held on
+/// a host-mapped flag (cuStreamWaitValue32) until every copy is queued, as
+/// nvbandwidth's blocking kernel holds them, so the link's figure comes out.
+#[test]
+fn small_copies_do_not_time_launches() {
+    let args = ["probe", "--copy-size", "64K", "--collectives", "none", "--format", "json"];
+    let env = [("FAKE_CUDA_BUS", "0000:17:00.0,0000:65:00.0"), ("FAKE_CUDA_LAUNCH_US", "20")];
+    let output = topo(&args, &env);
+    let (stdout, stderr) = text(&output);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    // The stand-in's link: 5 us to set a copy up, then 26 GB/s.
+    let bytes = 65536.0;
+    let link = bytes / (5e-6 + bytes / 26e9);
+    for copy in json["probe"]["copies"].as_array().unwrap() {
+        if copy["kind"] != "host_to_device" && copy["kind"] != "device_to_host" {
+            continue;
+        }
+        let measured = copy["bandwidth"].as_f64().unwrap();
+        assert!(
+            (measured / link - 1.0).abs() < 0.01,
+            "{copy}: {:.2} GB/s, the link gives {:.2}",
+            measured / 1e9,
+            link / 1e9
+        );
+    }
+}

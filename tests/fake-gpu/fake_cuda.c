@@ -85,14 +85,20 @@ enum {
     PEER_ACCESS_ALREADY_ENABLED = 704,
     PEER_ACCESS_NOT_ENABLED = 705,
     TOO_MANY_PEERS = 711,
+    NOT_READY = 600,
+    LAUNCH_TIMEOUT = 702,
 };
 
 #define MAX_GPUS 16
 #define LATENCY 5e-6
 
 struct ctx { int device; int peer[MAX_GPUS]; int retained; };
-struct stream { double clock; int device; };
-struct event { double time; int device; };
+/* A stream held by cuStreamWaitValue32 keeps its clock relative to the
+ * moment it is released, as do the events recorded behind the hold. */
+struct stream { double clock; int device; volatile unsigned *hold; unsigned hold_value; struct stream *next; };
+struct event { double time; int device; struct stream *behind; struct event *next; };
+static struct stream *streams;
+static struct event *events;
 
 static struct ctx contexts[MAX_GPUS];
 static int gpu_count = -1;
@@ -224,11 +230,33 @@ static void forget(struct allocation *a) {
 
 /* ---- streams, time, links ---- */
 
+/* Releases the streams whose flag the host has set: they start now. */
+static void check_holds(void) {
+    for (struct stream *st = streams; st; st = st->next) {
+        if (!st->hold || *st->hold < st->hold_value) continue;
+        double release = host_time;
+        for (struct event *ev = events; ev; ev = ev->next)
+            if (ev->behind == st) { ev->time += release; ev->behind = NULL; }
+        st->clock += release;
+        st->hold = NULL;
+    }
+}
+
 /* Called by the stand-in NCCL, which shares this library's streams. */
 double *fake_cuda_stream_clock(void *s) {
     struct stream *st = s;
-    if (st->clock < host_time) st->clock = host_time;
+    check_holds();
+    if (!st->hold && st->clock < host_time) st->clock = host_time;
     return &st->clock;
+}
+
+/* Waiting on work behind a hold nothing will release: the real call never
+ * returns; this one says so and fails. */
+static CUresult wait_for_release(struct stream *st) {
+    check_holds();
+    if (!st || !st->hold) return SUCCESS;
+    fprintf(stderr, "fake libcuda: synchronize on a stream held by cuStreamWaitValue32 that was never released\n");
+    return LAUNCH_TIMEOUT;
 }
 int fake_cuda_stream_device(void *s) { return ((struct stream *)s)->device; }
 
@@ -302,7 +330,10 @@ static int refused(int a, int b) {
     return 0;
 }
 
+/* Enqueueing costs the host FAKE_CUDA_LAUNCH_US (default 0); the work then
+ * starts no earlier than the host got it there, unless its stream is held. */
 static void advance(struct stream *s, size_t bytes, double gbps) {
+    host_time += env_double("FAKE_CUDA_LAUNCH_US", 0) * 1e-6;
     *fake_cuda_stream_clock(s) += LATENCY + (double)bytes / (gbps * 1e9);
 }
 
@@ -435,11 +466,20 @@ CUresult cuStreamCreate(void **s, unsigned flags) {
     struct stream *st = calloc(1, sizeof *st);
     if (!st) return OUT_OF_MEMORY;
     st->device = current->device;
+    st->next = streams;
+    streams = st;
     *s = st;
     return SUCCESS;
 }
-CUresult cuStreamDestroy_v2(void *s) { free(s); return SUCCESS; }
+CUresult cuStreamDestroy_v2(void *s) {
+    for (struct stream **at = &streams; *at; at = &(*at)->next)
+        if (*at == s) { *at = ((struct stream *)s)->next; break; }
+    free(s);
+    return SUCCESS;
+}
 CUresult cuStreamSynchronize(void *s) {
+    CUresult held = wait_for_release(s);
+    if (held) return held;
     run_queue();
     double t = *fake_cuda_stream_clock(s);
     if (t > host_time) host_time = t;
@@ -451,33 +491,75 @@ CUresult cuEventCreate(void **e, unsigned flags) {
     struct event *ev = calloc(1, sizeof *ev);
     if (!ev) return OUT_OF_MEMORY;
     ev->device = current->device;
+    ev->next = events;
+    events = ev;
     *e = ev;
     return SUCCESS;
 }
-CUresult cuEventDestroy_v2(void *e) { free(e); return SUCCESS; }
+CUresult cuEventDestroy_v2(void *e) {
+    for (struct event **at = &events; *at; at = &(*at)->next)
+        if (*at == e) { *at = ((struct event *)e)->next; break; }
+    free(e);
+    return SUCCESS;
+}
 CUresult cuEventRecord(void *e, void *s) {
     struct event *ev = e;
     CUresult bound = on_stream(s);
     if (bound) return bound;
     if (ev->device != ((struct stream *)s)->device) return INVALID_HANDLE;
     ev->time = *fake_cuda_stream_clock(s);
+    ev->behind = ((struct stream *)s)->hold ? s : NULL;
     return SUCCESS;
 }
 CUresult cuEventSynchronize(void *e) {
+    CUresult held = wait_for_release(((struct event *)e)->behind);
+    if (held) return held;
     run_queue();
     double t = ((struct event *)e)->time;
     if (t > host_time) host_time = t;
     return sticky;
 }
 CUresult cuEventElapsedTime(float *ms, void *start, void *end) {
+    check_holds();
+    if (((struct event *)start)->behind || ((struct event *)end)->behind) return NOT_READY;
     *ms = (float)((((struct event *)end)->time - ((struct event *)start)->time) * 1e3);
     return SUCCESS;
 }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) {
     (void)flags;
+    struct stream *st = s;
+    struct event *ev = e;
     double *clock = fake_cuda_stream_clock(s);
-    double t = ((struct event *)e)->time;
-    if (t > *clock) *clock = t;
+    /* Behind a hold: this stream now waits for the same release. */
+    if (ev->behind && !st->hold) {
+        st->hold = ev->behind->hold;
+        st->hold_value = ev->behind->hold_value;
+        *clock = 0;
+    }
+    if (ev->time > *clock) *clock = ev->time;
+    return SUCCESS;
+}
+
+/* CU_STREAM_WAIT_VALUE_GEQ (0) on a host-mapped word: the stream runs nothing
+ * after this until the host makes the word at least `value`. */
+CUresult cuStreamWaitValue32_v2(void *s, CUdeviceptr addr, unsigned value, unsigned flags) {
+    CUresult bound = on_stream(s);
+    if (bound) return bound;
+    struct allocation *a = allocation_of((void *)(uintptr_t)addr);
+    if (flags != 0 || !a || !a->pinned) return INVALID_VALUE;
+    struct stream *st = s;
+    volatile unsigned *word = (volatile unsigned *)(uintptr_t)addr;
+    if (*word >= value || st->hold) return SUCCESS;
+    (void)fake_cuda_stream_clock(s);
+    st->hold = word;
+    st->hold_value = value;
+    st->clock = 0;
+    return SUCCESS;
+}
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned flags) {
+    struct allocation *a = allocation_of(p);
+    if (flags != 0 || !a || !a->pinned) return INVALID_VALUE;
+    *d = (CUdeviceptr)(uintptr_t)p;
     return SUCCESS;
 }
 
@@ -504,7 +586,8 @@ CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned flags) {
     int node = node_of_thread();
     if (remember(*p, bytes, 1, node)) { free(*p); return OUT_OF_MEMORY; }
     const char *dir = shared_dir();
-    if (dir) {
+    /* Copy buffers count as a copier; a flag word does not. */
+    if (dir && bytes >= 65536) {
         struct allocation *a = &allocations[allocation_count - 1];
         static unsigned serial;
         snprintf(a->marker, sizeof a->marker, "%s/pinned.%d.%d.%u", dir, gpu_node(current->device), (int)getpid(), serial++);

@@ -385,8 +385,60 @@ pub fn time_copies(mut copies: Vec<(Copy<'_>, &Stream)>, warmup: u32, iterations
     Ok(seconds)
 }
 
+/// Streams held until every copy of a measurement is queued, as nvbandwidth
+/// holds them with its blocking kernel (`spinKernel` on a host latch,
+/// kernels.cuh): each waits (`cuStreamWaitValue32`, GEQ 1) on a word of
+/// pinned, device-mapped host memory that the host sets once all is queued.
+/// Without it a stream fed one small copy at a time idles between launches
+/// and the figure is the launch rate. Dropping the hold always releases and
+/// then waits for the streams, so no stream is left waiting on freed memory.
+struct Hold<'s> {
+    word: *mut u32,
+    streams: Vec<&'s Stream>,
+}
+
+impl<'s> Hold<'s> {
+    /// `None` when this driver or device cannot hold a stream this way (no
+    /// stream memory operations): the copies are then timed unheld.
+    fn new(streams: &[&'s Stream]) -> Option<Hold<'s>> {
+        let first = streams.first()?;
+        first.bind().ok()?;
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: a 4-byte allocation, freed in Drop.
+        let word = unsafe { result::malloc_host(std::mem::size_of::<u32>(), flags) }.ok()?.cast::<u32>();
+        // SAFETY: just allocated, 4 bytes.
+        unsafe { std::ptr::write_volatile(word, 0) };
+        let mut hold = Hold { word, streams: Vec::new() };
+        let mut device: sys::CUdeviceptr = 0;
+        // SAFETY: `word` is a device-mapped pinned allocation; writes one pointer.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, word.cast(), 0) }.result().ok()?;
+        for stream in streams {
+            stream.bind().ok()?;
+            let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+            // SAFETY: the stream lives; `device` maps `word`, alive until Drop, which releases first.
+            unsafe { sys::cuStreamWaitValue32_v2(stream.raw, device, 1, geq) }.result().ok()?;
+            hold.streams.push(stream);
+        }
+        Some(hold)
+    }
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the word lives until the free below; the device reads it.
+        unsafe { std::ptr::write_volatile(self.word, 1) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        for stream in &self.streams {
+            let _ = stream.synchronize();
+        }
+        // SAFETY: allocated in new; no stream waits on it any more.
+        let _ = unsafe { result::free_host(self.word.cast()) };
+    }
+}
+
 /// Seconds per iteration of what `enqueue` puts on `streams`: start and end
-/// events on the first stream, which the others wait on and join back into.
+/// events on the first stream, which the others wait on and join back into;
+/// every stream held until all is queued.
 pub fn time_streams(
     streams: &[&Stream],
     iterations: u32,
@@ -396,6 +448,7 @@ pub fn time_streams(
     for stream in streams {
         stream.synchronize()?;
     }
+    let hold = Hold::new(streams);
     let start = first.record()?;
     for other in &streams[1..] {
         other.wait(&start)?;
@@ -410,6 +463,7 @@ pub fn time_streams(
         joins.push(done);
     }
     let end = first.record()?;
+    drop(hold);
     // SAFETY: both events live; recorded above.
     let milliseconds = unsafe {
         result::event::synchronize(end.raw).during("cuEventSynchronize")?;
