@@ -717,3 +717,37 @@ fn small_copies_do_not_time_launches() {
         );
     }
 }
+
+/// The stand-ins themselves, held to the parts of the real CUDA/NCCL contract
+/// that the probe relies on (tests/fake-gpu/check_contract.c): completion only
+/// after a sync, a stream's context current, eight peers at most,
+/// exclusive-process mode across processes, a held stream, reductions in the
+/// element type, a buffer freed under a queued copy.
+#[test]
+fn the_stand_ins_keep_the_real_contract() {
+    let libraries = fake_libraries();
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("check_contract");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-gpu/check_contract.c");
+    let built = Command::new("cc")
+        .arg("-o")
+        .arg(&binary)
+        .arg(&source)
+        .arg(format!("-L{}", libraries.display()))
+        .args(["-l:libcuda.so.1", "-l:libnccl.so.2"])
+        .arg(format!("-Wl,-rpath,{}", libraries.display()))
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let buses: Vec<String> = (0..10).map(|i| format!("0000:{:02x}:00.0", 0x11 + i)).collect();
+    let output = Command::new(&binary)
+        .env("FAKE_CUDA_BUS", buses.join(","))
+        .env("FAKE_CUDA_EXCLUSIVE", "1")
+        .env("FAKE_CUDA_LOCK_DIR", dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, "ok\n");
+    assert!(stderr.contains("freed while a queued copy still used it"), "{stderr}");
+}

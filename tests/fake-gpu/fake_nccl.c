@@ -9,6 +9,10 @@
  *   FAKE_NCCL_P2P_GBPS    send/recv GB/s (default 22)
  *   FAKE_NCCL_SLOW_HOP    "a-b:GB/s" for the send/recv from rank a to rank b
  *   FAKE_NCCL_CORRUPT     a collective (all_gather, ...) whose rank-0 output gets one wrong element
+ *
+ * Element types and reduction ops are honoured (ncclInt8 ... ncclBfloat16;
+ * ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg as in nccl.h): a sum over
+ * int8 wraps, a max is a max; an unknown type or op is ncclInvalidArgument.
  *   FAKE_NCCL_INIT_FAIL   set: ncclCommInitRank fails with ncclSystemError
  *
  * Several processes (ranks of one communicator each, standing in for nodes):
@@ -66,7 +70,118 @@ struct comm {
     int pid[MAX_RANKS];
     int async_error;
 };
-struct op { int kind; const float *send; float *recv; size_t count; int other; struct comm *comm; void *stream; int done; };
+struct op {
+    int kind;
+    const char *send;
+    char *recv;
+    size_t count;
+    int other;
+    struct comm *comm;
+    void *stream;
+    int done;
+    int type, redop;
+};
+
+/* ncclDataType_t and ncclRedOp_t (nccl.h): elements are reduced as their
+ * type, so a wrong type or op gives a wrong result here as on a GPU. */
+enum { INT8, UINT8, INT32, UINT32, INT64, UINT64, FLOAT16, FLOAT32, FLOAT64, BFLOAT16 };
+enum { SUM, PROD, MAX, MIN, AVG };
+
+static size_t type_size(int type) {
+    switch (type) {
+    case INT8: case UINT8: return 1;
+    case FLOAT16: case BFLOAT16: return 2;
+    case INT32: case UINT32: case FLOAT32: return 4;
+    case INT64: case UINT64: case FLOAT64: return 8;
+    default: return 0;
+    }
+}
+
+/* Half and bfloat16 as float, by their bits. */
+static float from_half(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 31, man = h & 1023, bits;
+    if (exp == 0) { float f = (float)man / 1024.0f / 16384.0f; return sign ? -f : f; }
+    bits = exp == 31 ? sign | 0x7f800000u | (man << 13) : sign | ((exp + 112) << 23) | (man << 13);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+static uint16_t to_half(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    uint32_t sign = (bits >> 16) & 0x8000;
+    int exp = (int)((bits >> 23) & 255) - 112;
+    uint32_t man = (bits >> 13) & 1023;
+    if (((bits >> 23) & 255) == 255) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+    if (exp <= 0) return (uint16_t)sign;
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+    return (uint16_t)(sign | ((uint32_t)exp << 10) | man);
+}
+
+/* Element e of `p` as a double, and back (exact for every integer NCCL's
+ * 8- and 32-bit types hold; 64-bit integers are reduced as integers). */
+static double get(const char *p, int type, size_t e) {
+    switch (type) {
+    case INT8: return ((const int8_t *)p)[e];
+    case UINT8: return ((const uint8_t *)p)[e];
+    case INT32: return ((const int32_t *)p)[e];
+    case UINT32: return ((const uint32_t *)p)[e];
+    case FLOAT16: return from_half(((const uint16_t *)p)[e]);
+    case BFLOAT16: { uint32_t b = (uint32_t)((const uint16_t *)p)[e] << 16; float f; memcpy(&f, &b, 4); return f; }
+    case FLOAT32: return ((const float *)p)[e];
+    case FLOAT64: return ((const double *)p)[e];
+    default: return 0;
+    }
+}
+static void set(char *p, int type, size_t e, double v) {
+    switch (type) {
+    /* Through int64, so a sum past the type's range wraps as on the GPU. */
+    case INT8: ((int8_t *)p)[e] = (int8_t)(int64_t)v; break;
+    case UINT8: ((uint8_t *)p)[e] = (uint8_t)(int64_t)v; break;
+    case INT32: ((int32_t *)p)[e] = (int32_t)(int64_t)v; break;
+    case UINT32: ((uint32_t *)p)[e] = (uint32_t)(int64_t)v; break;
+    case FLOAT16: ((uint16_t *)p)[e] = to_half((float)v); break;
+    case BFLOAT16: { float f = (float)v; uint32_t b; memcpy(&b, &f, 4); ((uint16_t *)p)[e] = (uint16_t)(b >> 16); break; }
+    case FLOAT32: ((float *)p)[e] = (float)v; break;
+    case FLOAT64: ((double *)p)[e] = v; break;
+    default: break;
+    }
+}
+
+/* acc[e] = acc[e] op x[e] for `count` elements of `type`. */
+static void reduce_into(char *acc, const char *x, size_t count, int type, int redop) {
+    for (size_t e = 0; e < count; e++) {
+        if (type == INT64 || type == UINT64) {
+            int64_t a, b;
+            memcpy(&a, acc + e * 8, 8);
+            memcpy(&b, x + e * 8, 8);
+            int64_t r = redop == PROD ? a * b : redop == MAX ? (a > b ? a : b) : redop == MIN ? (a < b ? a : b) : a + b;
+            if (type == UINT64 && (redop == MAX || redop == MIN)) {
+                uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+                r = (int64_t)(redop == MAX ? (ua > ub ? ua : ub) : (ua < ub ? ua : ub));
+            }
+            memcpy(acc + e * 8, &r, 8);
+            continue;
+        }
+        double a = get(acc, type, e), b = get(x, type, e);
+        double r = redop == PROD ? a * b : redop == MAX ? (a > b ? a : b) : redop == MIN ? (a < b ? a : b) : a + b;
+        set(acc, type, e, r);
+    }
+}
+/* ncclAvg: the sum divided by the ranks, in the element type. */
+static void finish(char *acc, size_t count, int type, int redop, int n) {
+    if (redop != AVG) return;
+    for (size_t e = 0; e < count; e++) {
+        if (type == INT64 || type == UINT64) {
+            int64_t a;
+            memcpy(&a, acc + e * 8, 8);
+            a /= n;
+            memcpy(acc + e * 8, &a, 8);
+        } else {
+            set(acc, type, e, get(acc, type, e) / n);
+        }
+    }
+}
 
 static struct op ops[MAX_OPS];
 static int op_count, depth;
@@ -191,49 +306,48 @@ static int run_collective(struct op *first) {
         }
     }
     if (found != n) return INVALID_USAGE; /* every rank must be in this process's group */
-    size_t count = first->count;
+    size_t count = first->count, size = type_size(first->type), bytes = count * size;
     size_t total = count;
+    int type = first->type, redop = first->redop;
     double factor = 1.0;
+    char *acc = malloc(bytes ? bytes : 1);
+    if (!acc) return SYSTEM_ERROR;
     switch (first->kind) {
     case ALL_REDUCE:
-        factor = 2.0 * (n - 1) / n;
-        for (size_t e = 0; e < count; e++) {
-            float sum = 0;
-            for (int r = 0; r < n; r++) sum += by_rank[r]->send[e];
-            for (int r = 0; r < n; r++) by_rank[r]->recv[e] = sum;
-        }
-        break;
     case REDUCE:
-        for (size_t e = 0; e < count; e++) {
-            float sum = 0;
-            for (int r = 0; r < n; r++) sum += by_rank[r]->send[e];
-            by_rank[first->other]->recv[e] = sum;
-        }
+        factor = first->kind == ALL_REDUCE ? 2.0 * (n - 1) / n : 1.0;
+        memcpy(acc, by_rank[0]->send, bytes);
+        for (int r = 1; r < n; r++) reduce_into(acc, by_rank[r]->send, count, type, redop);
+        finish(acc, count, type, redop, n);
+        if (first->kind == ALL_REDUCE)
+            for (int r = 0; r < n; r++) memcpy(by_rank[r]->recv, acc, bytes);
+        else
+            memcpy(by_rank[first->other]->recv, acc, bytes);
         break;
     case BROADCAST:
-        for (int r = 0; r < n; r++) memcpy(by_rank[r]->recv, by_rank[first->other]->send, count * sizeof(float));
+        for (int r = 0; r < n; r++) memmove(by_rank[r]->recv, by_rank[first->other]->send, bytes);
         break;
     case ALL_GATHER:
         total = count * n;
         factor = (double)(n - 1) / n;
         for (int r = 0; r < n; r++)
-            for (int from = 0; from < n; from++)
-                memcpy(by_rank[r]->recv + from * count, by_rank[from]->send, count * sizeof(float));
+            for (int from = 0; from < n; from++) memmove(by_rank[r]->recv + from * bytes, by_rank[from]->send, bytes);
         break;
     case REDUCE_SCATTER:
         total = count * n;
         factor = (double)(n - 1) / n;
-        for (int r = 0; r < n; r++)
-            for (size_t e = 0; e < count; e++) {
-                float sum = 0;
-                for (int from = 0; from < n; from++) sum += by_rank[from]->send[r * count + e];
-                by_rank[r]->recv[e] = sum;
-            }
+        for (int r = 0; r < n; r++) {
+            memcpy(acc, by_rank[0]->send + r * bytes, bytes);
+            for (int from = 1; from < n; from++) reduce_into(acc, by_rank[from]->send + r * bytes, count, type, redop);
+            finish(acc, count, type, redop, n);
+            memcpy(by_rank[r]->recv, acc, bytes);
+        }
         break;
     }
+    free(acc);
     const char *corrupt = getenv("FAKE_NCCL_CORRUPT");
-    if (corrupt && !strcmp(corrupt, names[first->kind])) by_rank[0]->recv[0] += 1.0f;
-    sync_clocks(by_rank, n, (double)total * sizeof(float) * factor / (env_double("FAKE_NCCL_BUSBW_GBPS", 20.0) * 1e9));
+    if (corrupt && !strcmp(corrupt, names[first->kind])) set(by_rank[0]->recv, type, 0, get(by_rank[0]->recv, type, 0) + 1);
+    sync_clocks(by_rank, n, (double)total * size * factor / (env_double("FAKE_NCCL_BUSBW_GBPS", 20.0) * 1e9));
     for (int r = 0; r < n; r++) by_rank[r]->done = 1;
     return OK;
 }
@@ -251,9 +365,10 @@ static int run_send(struct op *send) {
         struct op *recv = &ops[i];
         if (recv->done || recv->kind != RECV || recv->comm->rank != send->other || recv->other != send->comm->rank) continue;
         if (recv->count != send->count) return INVALID_USAGE;
-        if (send->count) memmove(recv->recv, send->send, send->count * sizeof(float));
+        if (recv->type != send->type) return INVALID_USAGE;
+        if (send->count) memmove(recv->recv, send->send, send->count * type_size(send->type));
         double gbps = send->comm->rank == recv->comm->rank ? 1000.0 : hop_gbps(send->comm->rank, recv->comm->rank);
-        double seconds = (double)send->count * sizeof(float) / (gbps * 1e9);
+        double seconds = (double)send->count * type_size(send->type) / (gbps * 1e9);
         add_busy(send->stream, seconds, 0);
         add_busy(recv->stream, 0, seconds);
         send->done = recv->done = 1;
@@ -373,7 +488,7 @@ static int cross_collective(struct op *o) {
     if (c->async_error != OK) return c->async_error;
     unsigned seq = c->seq++;
     maybe_exit_at(c, seq);
-    size_t in_bytes = o->count * sizeof(float);
+    size_t size = type_size(o->type), in_bytes = o->count * size;
     char path[1024];
     /* A collective starts on every rank when the last one arrives: each
      * publishes when its stream reaches it, and all start at the latest. */
@@ -389,7 +504,8 @@ static int cross_collective(struct op *o) {
     }
     path_of(path, sizeof path, c, "coll", seq, c->rank, 0);
     if (put(path, o->send, in_bytes)) return SYSTEM_ERROR;
-    float *peer = malloc(in_bytes ? in_bytes : 1);
+    char *peer = malloc(in_bytes ? in_bytes : 1);
+    if (!peer) return SYSTEM_ERROR;
     double factor = 1.0;
     if (o->kind == ALL_REDUCE) {
         factor = 2.0 * (c->nranks - 1) / c->nranks;
@@ -399,13 +515,14 @@ static int cross_collective(struct op *o) {
             path_of(path, sizeof path, c, "coll", seq, r, 0);
             int rc = take_from(c, r, path, peer, in_bytes);
             if (rc) { free(peer); return rc; }
-            for (size_t e = 0; e < o->count; e++) o->recv[e] += peer[e];
+            reduce_into(o->recv, peer, o->count, o->type, o->redop);
         }
+        finish(o->recv, o->count, o->type, o->redop, c->nranks);
     } else if (o->kind == ALL_GATHER) {
         factor = (double)(c->nranks - 1) / c->nranks;
         for (int r = 0; r < c->nranks; r++) {
             path_of(path, sizeof path, c, "coll", seq, r, 0);
-            int rc = take_from(c, r, path, o->recv + r * o->count, in_bytes);
+            int rc = take_from(c, r, path, o->recv + r * in_bytes, in_bytes);
             if (rc) { free(peer); return rc; }
         }
     } else {
@@ -421,7 +538,7 @@ static int cross_collective(struct op *o) {
 static int cross_p2p(struct op *o) {
     struct comm *c = o->comm;
     char path[1024];
-    size_t bytes = o->count * sizeof(float);
+    size_t bytes = o->count * type_size(o->type);
     int rc;
     if (o->kind == SEND) {
         path_of(path, sizeof path, c, "p2p", c->sent[o->other]++, c->rank, o->other);
@@ -443,7 +560,7 @@ static int run_cross_group(void) {
         struct op *o = &ops[i];
         if (o->kind == SEND || o->kind == RECV) {
             result = cross_p2p(o);
-            double t = (double)o->count * sizeof(float) / (slowest(o->comm, o->comm->rank, o->other) * 1e9);
+            double t = (double)o->count * type_size(o->type) / (slowest(o->comm, o->comm->rank, o->other) * 1e9);
             if (t > longest) longest = t;
             stream = o->stream;
         } else {
@@ -507,9 +624,11 @@ static int run_group(void) {
     return result;
 }
 
-static int enqueue(int kind, const void *send, void *recv, size_t count, int other, struct comm *comm, void *stream) {
+static int enqueue(int kind, const void *send, void *recv, size_t count, int other, struct comm *comm, void *stream,
+                   int type, int redop) {
     if (op_count == MAX_OPS) return INVALID_USAGE;
-    ops[op_count++] = (struct op){kind, send, recv, count, other, comm, stream, 0};
+    if (!type_size(type) || redop < SUM || redop > AVG) return INVALID_ARGUMENT;
+    ops[op_count++] = (struct op){kind, send, recv, count, other, comm, stream, 0, type, redop};
     return depth ? OK : run_group();
 }
 
@@ -519,30 +638,23 @@ int ncclGroupEnd(void) {
     return --depth ? OK : run_group();
 }
 int ncclAllReduce(const void *s, void *r, size_t n, int type, int op, struct comm *c, void *st) {
-    (void)type; (void)op;
-    return enqueue(ALL_REDUCE, s, r, n, 0, c, st);
+    return enqueue(ALL_REDUCE, s, r, n, 0, c, st, type, op);
 }
 int ncclAllGather(const void *s, void *r, size_t n, int type, struct comm *c, void *st) {
-    (void)type;
-    return enqueue(ALL_GATHER, s, r, n, 0, c, st);
+    return enqueue(ALL_GATHER, s, r, n, 0, c, st, type, SUM);
 }
 int ncclReduceScatter(const void *s, void *r, size_t n, int type, int op, struct comm *c, void *st) {
-    (void)type; (void)op;
-    return enqueue(REDUCE_SCATTER, s, r, n, 0, c, st);
+    return enqueue(REDUCE_SCATTER, s, r, n, 0, c, st, type, op);
 }
 int ncclBroadcast(const void *s, void *r, size_t n, int type, int root, struct comm *c, void *st) {
-    (void)type;
-    return enqueue(BROADCAST, s, r, n, root, c, st);
+    return enqueue(BROADCAST, s, r, n, root, c, st, type, SUM);
 }
 int ncclReduce(const void *s, void *r, size_t n, int type, int op, int root, struct comm *c, void *st) {
-    (void)type; (void)op;
-    return enqueue(REDUCE, s, r, n, root, c, st);
+    return enqueue(REDUCE, s, r, n, root, c, st, type, op);
 }
 int ncclSend(const void *s, size_t n, int type, int peer, struct comm *c, void *st) {
-    (void)type;
-    return enqueue(SEND, s, NULL, n, peer, c, st);
+    return enqueue(SEND, s, NULL, n, peer, c, st, type, SUM);
 }
 int ncclRecv(void *r, size_t n, int type, int peer, struct comm *c, void *st) {
-    (void)type;
-    return enqueue(RECV, NULL, r, n, peer, c, st);
+    return enqueue(RECV, NULL, r, n, peer, c, st, type, SUM);
 }
