@@ -126,9 +126,9 @@ fn open_gpus(place: &Place) -> anyhow::Result<(Vec<Gpu>, Vec<ProbedGpu>)> {
                 failed.push(ProbedGpu {
                     ordinal,
                     bus_id,
+                    mig: mig_instance(ordinal, &name),
                     name,
                     error: Some(error.to_string()),
-                    mig: mig_instance(ordinal),
                     ..ProbedGpu::default()
                 });
             }
@@ -142,12 +142,19 @@ fn open_gpus(place: &Place) -> anyhow::Result<(Vec<Gpu>, Vec<ProbedGpu>)> {
     Ok((opened, failed))
 }
 
-/// The MIG instance behind CUDA ordinal `ordinal`, when CUDA_VISIBLE_DEVICES
-/// names MIG instances (`MIG-<uuid>`, or the older `MIG-GPU-<uuid>/<gi>/<ci>`):
-/// CUDA numbers the visible devices in the order listed.
-pub fn mig_instance(ordinal: u32) -> Option<String> {
-    let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok()?;
-    visible_mig(&visible, ordinal)
+/// The MIG instance behind CUDA ordinal `ordinal`: the entry of
+/// CUDA_VISIBLE_DEVICES that names it (`MIG-<uuid>`, or the older
+/// `MIG-GPU-<uuid>/<gi>/<ci>`; CUDA numbers the visible devices in the order
+/// listed), else the profile in the name CUDA gives a MIG device
+/// (`NVIDIA A100-SXM4-40GB MIG 1g.5gb` -> `MIG 1g.5gb`).
+pub fn mig_instance(ordinal: u32, name: &str) -> Option<String> {
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default();
+    visible_mig(&visible, ordinal).or_else(|| mig_in_name(name))
+}
+
+fn mig_in_name(name: &str) -> Option<String> {
+    let at = name.find(" MIG ")?;
+    Some(name[at + 1..].trim().to_string())
 }
 
 fn visible_mig(visible: &str, ordinal: u32) -> Option<String> {
@@ -234,7 +241,7 @@ fn probed(gpu: &Gpu, nccl_rank: Option<u32>) -> ProbedGpu {
         bus_id: gpu.bus_id.clone(),
         name: gpu.name.clone(),
         nccl_rank,
-        mig: mig_instance(gpu.ordinal),
+        mig: mig_instance(gpu.ordinal, &gpu.name),
         error: None,
     }
 }
@@ -529,6 +536,8 @@ mod tests {
         assert_eq!(visible_mig(&format!("GPU-aa,{uuid}"), 1).as_deref(), Some(uuid));
         assert_eq!(visible_mig("0,1", 1), None);
         assert_eq!(visible_mig(uuid, 1), None);
+        assert_eq!(mig_in_name("NVIDIA A100-SXM4-40GB MIG 1g.5gb").as_deref(), Some("MIG 1g.5gb"));
+        assert_eq!(mig_in_name("NVIDIA H100 80GB HBM3"), None);
     }
 
     #[test]
