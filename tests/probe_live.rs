@@ -722,7 +722,8 @@ fn small_copies_do_not_time_launches() {
 /// that the probe relies on (tests/fake-gpu/check_contract.c): completion only
 /// after a sync, a stream's context current, eight peers at most,
 /// exclusive-process mode across processes, a held stream, reductions in the
-/// element type, a buffer freed under a queued copy.
+/// element type, an init that waits for a missing peer, a buffer freed under
+/// a queued copy.
 #[test]
 fn the_stand_ins_keep_the_real_contract() {
     let libraries = fake_libraries();
@@ -744,6 +745,7 @@ fn the_stand_ins_keep_the_real_contract() {
         .env("FAKE_CUDA_BUS", buses.join(","))
         .env("FAKE_CUDA_EXCLUSIVE", "1")
         .env("FAKE_CUDA_LOCK_DIR", dir.path())
+        .env("FAKE_NCCL_WAIT_S", "0.3")
         .output()
         .unwrap();
     let (stdout, stderr) = text(&output);

@@ -2,12 +2,13 @@
  * `topo` relies on, so a green probe test means something on a GPU. Built and
  * run by tests/probe_live.rs (`the_stand_ins_keep_the_real_contract`) with
  * FAKE_CUDA_BUS naming ten GPUs, FAKE_CUDA_EXCLUSIVE=1 and FAKE_CUDA_LOCK_DIR
- * set. Prints "ok" and exits 0, or names the first broken promise. */
+ * set, FAKE_NCCL_WAIT_S=0.3. Prints "ok" and exits 0, or names the first broken promise. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef int CUresult;
@@ -131,6 +132,18 @@ int main(int argc, char **argv) {
     EXPECT("float max", of[0][0] == 3 && of[0][1] == 5 && of[1][1] == 5);
     EXPECT("int32 avg", oi[0][0] == 4);
     EXPECT("bad type", ncclAllReduce(ai[0], oi[0], 1, 99, 0, comm[0], s0) == 4);
+
+    /* Init is collective: a rank whose peer never comes waits (here for
+     * FAKE_NCCL_WAIT_S) instead of failing at once. */
+    ncclUniqueId lone;
+    void *lone_comm;
+    struct timespec t0, t1;
+    ncclGetUniqueId(&lone);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int init = ncclCommInitRank(&lone_comm, 2, lone, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    EXPECT("a missing peer hangs the init", init == 2 && waited >= 0.25);
 
     /* Exclusive-process mode: GPU 1 is this process's; another gets
      * CUDA_ERROR_DEVICE_UNAVAILABLE while this one lives. */

@@ -14,6 +14,9 @@
  * ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg as in nccl.h): a sum over
  * int8 wraps, a max is a max; an unknown type or op is ncclInvalidArgument.
  *   FAKE_NCCL_INIT_FAIL   set: ncclCommInitRank fails with ncclSystemError
+ * In one process, as across processes, init is collective: a communicator
+ * whose ranks are not all made (in the group, or in the call outside one)
+ * hangs for FAKE_NCCL_WAIT_S, then fails with ncclSystemError.
  *
  * Several processes (ranks of one communicator each, standing in for nodes):
  * set FAKE_NCCL_DIR to a directory they share. Every operation then goes
@@ -227,6 +230,27 @@ static const char *shared_dir_early(void) {
 }
 static int init_across(struct comm *c);
 
+/* Communicators made in this process whose init has not completed. Real
+ * NCCL's init blocks until every rank of the id has joined; with no other
+ * process to bring the missing ones, that is a hang (bounded by
+ * FAKE_NCCL_WAIT_S, then ncclSystemError), never an immediate error. */
+static struct comm *pending[MAX_RANKS];
+static int pending_count;
+static int await_ranks(void) {
+    for (int i = 0; i < pending_count; i++) {
+        int have = 0;
+        for (int j = 0; j < pending_count; j++) have += !memcmp(&pending[j]->id, &pending[i]->id, sizeof pending[i]->id);
+        if (have < pending[i]->nranks) {
+            double wait = env_double("FAKE_NCCL_WAIT_S", 3600.0);
+            for (double waited = 0; waited < wait; waited += 0.01) nap_ms(10);
+            pending_count = 0;
+            return SYSTEM_ERROR;
+        }
+    }
+    pending_count = 0;
+    return OK;
+}
+
 int ncclCommInitRank(struct comm **comm, int nranks, ncclUniqueId id, int rank) {
     if (getenv("FAKE_NCCL_INIT_FAIL")) return SYSTEM_ERROR;
     if (rank < 0 || rank >= nranks || nranks > MAX_RANKS) return INVALID_ARGUMENT;
@@ -239,6 +263,12 @@ int ncclCommInitRank(struct comm **comm, int nranks, ncclUniqueId id, int rank) 
     if (die && *die && atoi(die) == rank) raise(SIGKILL);
     if (shared_dir_early() && init_across(c)) { free(c); return SYSTEM_ERROR; }
     *comm = c;
+    if (!shared_dir_early()) {
+        /* One process: the ranks of this id so far; init completes (at the
+         * group's end, or now outside a group) only when all have come. */
+        if (pending_count < MAX_RANKS) pending[pending_count++] = c;
+        if (!depth) return await_ranks();
+    }
     return OK;
 }
 int ncclCommCount(struct comm *c, int *n) { *n = c->nranks; return OK; }
@@ -635,7 +665,9 @@ static int enqueue(int kind, const void *send, void *recv, size_t count, int oth
 int ncclGroupStart(void) { depth++; return OK; }
 int ncclGroupEnd(void) {
     if (depth == 0) return INVALID_USAGE;
-    return --depth ? OK : run_group();
+    if (--depth) return OK;
+    int inits = pending_count ? await_ranks() : OK;
+    return inits ? inits : run_group();
 }
 int ncclAllReduce(const void *s, void *r, size_t n, int type, int op, struct comm *c, void *st) {
     return enqueue(ALL_REDUCE, s, r, n, 0, c, st, type, op);
