@@ -687,6 +687,16 @@ fn local_processes_take_turns_for_host_copies() {
         let gbps = h2d["bandwidth"].as_f64().unwrap() / 1e9;
         assert!(gbps > 24.0, "rank {rank}: {gbps:.1} GB/s, shared with the others");
     }
+    // With no collectives asked for, NCCL is still there to take turns through.
+    let args = ["probe", "--copy-size", "4M", "--collectives", "none", "--format", "json"];
+    for (rank, output) in job(3, &args, &env).iter().enumerate() {
+        let (stdout, stderr) = text(output);
+        let json: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("rank {rank} {e}: {stderr}"));
+        let gbps = json["probe"]["copies"][0]["bandwidth"].as_f64().unwrap() / 1e9;
+        assert!(gbps > 24.0, "rank {rank}: {gbps:.1} GB/s, shared with the others");
+        assert!(json["probe"].get("collectives").is_none());
+    }
 }
 
 /// Issue 15, defect 10: launching a copy costs the host microseconds; a

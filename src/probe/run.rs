@@ -302,10 +302,17 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     report.gpus = gpus.iter().map(|g| probed(g, None)).chain(unopened).collect();
     report.gpus.sort_by_key(|g| g.ordinal);
     let home = |bus: &str| place.homes.iter().find(|(b, _)| b == bus).map(|(_, h)| h.clone());
-    let uses_nccl = !plan.collectives.collectives.is_empty() || plan.ring.is_some();
+    let collective_work = !plan.collectives.collectives.is_empty() || plan.ring.is_some();
     // One process per GPU: the processes of a node share its host links, so
-    // they take turns after NCCL's init (below); alone, measure now.
-    let take_turns = uses_nccl && place.local_rank.is_some_and(|l| l.size > 1);
+    // they take turns through NCCL after its init (below); alone, measure now.
+    let shared_node = plan.copies.is_some() && place.local_rank.is_some_and(|l| l.size > 1);
+    let take_turns = shared_node && plan.nccl_library.is_some();
+    if shared_node && !take_turns {
+        eprintln!(
+            "topo probe: no NCCL to take turns through: this node's processes measure host copies at once, sharing its host links"
+        );
+    }
+    let uses_nccl = collective_work || take_turns;
     if let Some(copy_plan) = plan.copies.as_ref().filter(|_| !take_turns) {
         report.copies = copies::measure(&gpus, copy_plan, &home, &mut step);
     }
@@ -333,7 +340,11 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
             row.nccl_rank = Some(comm.rank);
         }
     }
-    let max_bytes = plan.collectives.sizes.iter().copied().chain([plan.ring_bytes]).max().unwrap_or(0);
+    // Taking turns alone needs only the small gathers' buffers.
+    let max_bytes = match collective_work {
+        true => plan.collectives.sizes.iter().copied().chain([plan.ring_bytes]).max().unwrap_or(0),
+        false => 4096,
+    };
     let max_bytes = usize::try_from(max_bytes).context("message size too large for this machine")?;
     let ranks: Vec<Rank> = gpus
         .iter()
