@@ -24,9 +24,10 @@
  * seconds for its peers'); all_reduce, all_gather, send/recv and
  * ncclCommSplit are supported. Time: bytes / the slowest member's rate,
  *   FAKE_NCCL_RANK_GBPS   "rank:GB/s,..." per world rank (default FAKE_NCCL_P2P_GBPS)
- * A collective across processes starts when the last rank's stream reaches it
- * (each rank's stream clock is shared through the directory), so a rank that
- * arrives early times its wait, as on real GPUs.
+ * A collective across processes starts when the last rank's stream reaches it,
+ * and a send/recv when both sides' have (each rank's stream clock is shared
+ * through the directory), so a rank that arrives early times its wait, as on
+ * real GPUs.
  *
  * As the real library does across processes: ncclCommInitRank is collective
  * (it returns only when every rank has arrived, and a peer that never comes
@@ -83,6 +84,7 @@ struct op {
     void *stream;
     int done;
     int type, redop;
+    unsigned seq; /* across processes: this op's number between its two ranks */
 };
 
 /* ncclDataType_t and ncclRedOp_t (nccl.h): elements are reduced as their
@@ -565,39 +567,64 @@ static int cross_collective(struct op *o) {
     return OK;
 }
 
-static int cross_p2p(struct op *o) {
+/* A send and its recv meet across processes: each side publishes when its
+ * stream reaches the operation, and the transfer starts at the later of the
+ * two (a rank that arrives early times its wait, as on real GPUs). Phase 1
+ * numbers the op, publishes its clock and (a send) its data; phase 2 reads
+ * the other side's clock and (a recv) the data. */
+static int cross_p2p_publish(struct op *o) {
     struct comm *c = o->comm;
     char path[1024];
     size_t bytes = o->count * type_size(o->type);
-    int rc;
-    if (o->kind == SEND) {
-        path_of(path, sizeof path, c, "p2p", c->sent[o->other]++, c->rank, o->other);
-        rc = put(path, o->send, bytes);
-    } else {
-        path_of(path, sizeof path, c, "p2p", c->received[o->other]++, o->other, c->rank);
-        rc = c->async_error ? c->async_error : take_from(c, o->other, path, o->recv, bytes);
-    }
-    return rc;
+    double mine = *fake_cuda_stream_clock(o->stream);
+    int from = o->kind == SEND ? c->rank : o->other, to = o->kind == SEND ? o->other : c->rank;
+    o->seq = o->kind == SEND ? c->sent[o->other]++ : c->received[o->other]++;
+    path_of(path, sizeof path, c, o->kind == SEND ? "p2psclock" : "p2prclock", o->seq, from, to);
+    if (put(path, &mine, sizeof mine)) return SYSTEM_ERROR;
+    if (o->kind != SEND) return OK;
+    path_of(path, sizeof path, c, "p2p", o->seq, from, to);
+    return put(path, o->send, bytes);
+}
+static int cross_p2p_take(struct op *o, double *start) {
+    struct comm *c = o->comm;
+    char path[1024];
+    size_t bytes = o->count * type_size(o->type);
+    int from = o->kind == SEND ? c->rank : o->other, to = o->kind == SEND ? o->other : c->rank;
+    double theirs = 0;
+    if (c->async_error) return c->async_error;
+    path_of(path, sizeof path, c, o->kind == SEND ? "p2prclock" : "p2psclock", o->seq, from, to);
+    int rc = take_from(c, o->other, path, &theirs, sizeof theirs);
+    if (rc) return rc;
+    if (theirs > *start) *start = theirs;
+    if (o->kind == SEND) return OK;
+    path_of(path, sizeof path, c, "p2p", o->seq, from, to);
+    return take_from(c, o->other, path, o->recv, bytes);
 }
 
 /* A group's send/recv pairs with one peer run at once, both ways: the time
- * of the group is the largest of its transfers. */
+ * of the group is the largest of its transfers, from when both sides of
+ * every pair have arrived. */
 static int run_cross_group(void) {
     int result = OK;
-    double longest = 0;
+    double longest = 0, start = 0;
     void *stream = NULL;
     for (int i = 0; i < op_count && result == OK; i++) {
         struct op *o = &ops[i];
-        if (o->kind == SEND || o->kind == RECV) {
-            result = cross_p2p(o);
-            double t = (double)o->count * type_size(o->type) / (slowest(o->comm, o->comm->rank, o->other) * 1e9);
-            if (t > longest) longest = t;
-            stream = o->stream;
-        } else {
-            result = cross_collective(o);
-        }
+        if (o->kind != SEND && o->kind != RECV) continue;
+        result = cross_p2p_publish(o);
+        double t = (double)o->count * type_size(o->type) / (slowest(o->comm, o->comm->rank, o->other) * 1e9);
+        if (t > longest) longest = t;
+        stream = o->stream;
     }
-    if (stream) *fake_cuda_stream_clock(stream) += LATENCY + longest;
+    for (int i = 0; i < op_count && result == OK; i++) {
+        struct op *o = &ops[i];
+        result = o->kind == SEND || o->kind == RECV ? cross_p2p_take(o, &start) : cross_collective(o);
+    }
+    if (stream && result == OK) {
+        double *clock = fake_cuda_stream_clock(stream);
+        if (start > *clock) *clock = start;
+        *clock += LATENCY + longest;
+    }
     op_count = 0;
     return result;
 }
@@ -658,7 +685,7 @@ static int enqueue(int kind, const void *send, void *recv, size_t count, int oth
                    int type, int redop) {
     if (op_count == MAX_OPS) return INVALID_USAGE;
     if (!type_size(type) || redop < SUM || redop > AVG) return INVALID_ARGUMENT;
-    ops[op_count++] = (struct op){kind, send, recv, count, other, comm, stream, 0, type, redop};
+    ops[op_count++] = (struct op){kind, send, recv, count, other, comm, stream, 0, type, redop, 0};
     return depth ? OK : run_group();
 }
 
