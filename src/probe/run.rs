@@ -394,7 +394,10 @@ fn copies_in_turns(
     measure: &mut dyn FnMut() -> Vec<topo_model::measure::CopyResult>,
 ) -> anyhow::Result<Vec<topo_model::measure::CopyResult>> {
     let sizes = collectives::gather(nccl, ranks, &vec![vec![local.size as f32]; ranks.len()])?;
-    let turns = sizes.iter().filter_map(|v| v.first()).fold(local.size as f32, |a, b| a.max(*b)) as u32;
+    // Bounded: no node holds more GPUs, whatever a launcher variable says.
+    const MOST_LOCAL_RANKS: f32 = 1024.0;
+    let turns = sizes.iter().filter_map(|v| v.first()).fold(local.size as f32, |a, b| a.max(*b));
+    let turns = turns.min(MOST_LOCAL_RANKS) as u32;
     let mut out = Vec::new();
     for turn in 0..turns {
         if turn == local.rank {

@@ -392,6 +392,9 @@ pub fn time_copies(mut copies: Vec<(Copy<'_>, &Stream)>, warmup: u32, iterations
 /// Without it a stream fed one small copy at a time idles between launches
 /// and the figure is the launch rate. Dropping the hold always releases and
 /// then waits for the streams, so no stream is left waiting on freed memory.
+/// Only pinned or device memory may be copied behind a hold: a copy from
+/// pageable memory returns only once the stream has taken it, and the held
+/// stream would wait for a host that waits for it.
 struct Hold<'s> {
     word: *mut u32,
     streams: Vec<&'s Stream>,
