@@ -49,8 +49,24 @@
  * cuStreamWaitValue32 holds a stream until a host-mapped word reaches a value
  * (CU_STREAM_WAIT_VALUE_GEQ); until then nothing queued behind it runs and its clock
  * stands still, so a hold lets every copy be queued before any starts, as in
- * nvbandwidth's blocking kernel. Enqueueing costs host time (LAUNCH s a call), so a
- * stream that is not held times the launches of small copies too.
+ * nvbandwidth's blocking kernel. Enqueueing costs host time (FAKE_CUDA_LAUNCH_US a call,
+ * default 0), so a stream that is not held times the launches of small copies too.
+ *
+ * Where the real contract comes from:
+ * - pageable copies: CUDA driver API, "API synchronization behavior" (a pageable source
+ *   is staged before cuMemcpyHtoDAsync returns; cuMemcpyDtoHAsync to pageable memory
+ *   returns once the copy is done); pinned ones are asynchronous.
+ * - eight peers: CUDA C++ Programming Guide, "Peer-to-Peer Memory Access" (without
+ *   NVSwitch, each device supports at most eight peer connections); the error is
+ *   CUDA_ERROR_TOO_MANY_PEERS (cuda.h: peer mapping resources exhausted).
+ * - cuCtxDisablePeerAccess: CUDA_ERROR_PEER_ACCESS_NOT_ENABLED when not enabled,
+ *   CUDA_ERROR_INVALID_CONTEXT without a current context (driver API, Peer Context
+ *   Memory Access).
+ * - CUDA_ERROR_DEVICE_UNAVAILABLE (cuda.h): "devices are often unavailable due to use of
+ *   CU_COMPUTEMODE_EXCLUSIVE_PROCESS or CU_COMPUTEMODE_PROHIBITED".
+ * - cuStreamWaitValue32: the word must be device memory or host memory mapped for the
+ *   device (CU_MEMHOSTALLOC_DEVICEMAP); nvbandwidth's spinKernel on a host latch
+ *   (kernels.cuh) is the same hold made with a kernel.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
