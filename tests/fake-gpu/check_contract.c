@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
         ncclCommInitRank(&comm[r], 2, id, r);
     }
     EXPECT("init", ncclGroupEnd() == 0);
-    int8_t a8[2][1] = {{100}, {100}}, o8[2][1];
+    int8_t a8[2][1] = {{100}, {100}}, o8[2][1] = {{0}, {0}};
     float af[2][2] = {{1, 5}, {3, 2}}, of[2][2];
     int32_t ai[2][1] = {{7}, {2}}, oi[2][1];
     void *streams[2] = {s0, s1};
@@ -127,6 +127,8 @@ int main(int argc, char **argv) {
             if (pass == 2) ncclAllReduce(ai[r], oi[r], 1, 2 /* int32 */, 4 /* avg */, comm[r], streams[r]);
         }
         EXPECT("all_reduce", ncclGroupEnd() == 0);
+        if (pass == 0) EXPECT("a collective's result lands only after a sync", o8[0][0] == 0 && o8[1][0] == 0);
+        EXPECT("sync", cuStreamSynchronize(s0) == 0 && cuStreamSynchronize(s1) == 0);
     }
     EXPECT("int8 sum wraps", o8[0][0] == -56 && o8[1][0] == -56);
     EXPECT("float max", of[0][0] == 3 && of[0][1] == 5 && of[1][1] == 5);

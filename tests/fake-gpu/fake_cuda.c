@@ -198,7 +198,7 @@ static int remember(void *base, size_t bytes, int pinned, int node) {
 /* ---- queued work, run in enqueue order when something waits ---- */
 
 enum { COPY, SET };
-struct work { int kind; char *dst; const char *src; size_t bytes; unsigned char value; };
+struct work { int kind; char *dst; const char *src; size_t bytes; unsigned char value; int owned; };
 static struct work *queue;
 static int queued;
 
@@ -207,6 +207,7 @@ static void run_queue(void) {
         struct work *w = &queue[i];
         if (w->kind == COPY) memmove(w->dst, w->src, w->bytes);
         else memset(w->dst, w->value, w->bytes);
+        if (w->owned) free((void *)w->src);
     }
     queued = 0;
 }
@@ -217,6 +218,12 @@ static CUresult put_in_queue(struct work w) {
     queue = grown;
     queue[queued++] = w;
     return SUCCESS;
+}
+
+/* Called by the stand-in NCCL with a collective's result (`owned`, freed
+ * once copied): like a kernel's output, it lands only when waited for. */
+int fake_cuda_queue_result(void *dst, void *owned, size_t bytes) {
+    return put_in_queue((struct work){COPY, dst, owned, bytes, 0, 1});
 }
 
 /* Called by the stand-in NCCL before it touches buffers: the work queued
@@ -624,7 +631,7 @@ CUresult cuMemFreeHost(void *p) {
 CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, void *s) {
     CUresult bound = on_stream(s);
     if (bound) return bound;
-    CUresult q = put_in_queue((struct work){SET, (char *)(uintptr_t)p, NULL, n, v});
+    CUresult q = put_in_queue((struct work){SET, (char *)(uintptr_t)p, NULL, n, v, 0});
     if (q) return q;
     advance(s, n, env_double("FAKE_CUDA_D2D_GBPS", 800.0));
     return SUCCESS;
@@ -636,7 +643,7 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *
     if (bound) return bound;
     struct allocation *a = allocation_of(src);
     advance(s, n, host_gbps(((struct stream *)s)->device, src));
-    if (a && a->pinned) return put_in_queue((struct work){COPY, (char *)(uintptr_t)dst, src, n, 0});
+    if (a && a->pinned) return put_in_queue((struct work){COPY, (char *)(uintptr_t)dst, src, n, 0, 0});
     run_queue();
     memcpy((void *)(uintptr_t)dst, src, n);
     return SUCCESS;
@@ -646,7 +653,7 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
     if (bound) return bound;
     struct allocation *a = allocation_of(dst);
     advance(s, n, host_gbps(((struct stream *)s)->device, dst));
-    if (a && a->pinned) return put_in_queue((struct work){COPY, dst, (const char *)(uintptr_t)src, n, 0});
+    if (a && a->pinned) return put_in_queue((struct work){COPY, dst, (const char *)(uintptr_t)src, n, 0, 0});
     run_queue();
     memcpy(dst, (const void *)(uintptr_t)src, n);
     return SUCCESS;
@@ -655,7 +662,7 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *
     CUresult bound = on_stream(s);
     if (bound) return bound;
     advance(s, n, env_double("FAKE_CUDA_D2D_GBPS", 800.0));
-    return put_in_queue((struct work){COPY, (char *)(uintptr_t)dst, (const char *)(uintptr_t)src, n, 0});
+    return put_in_queue((struct work){COPY, (char *)(uintptr_t)dst, (const char *)(uintptr_t)src, n, 0, 0});
 }
 CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dst_ctx, CUdeviceptr src, void *src_ctx, size_t n, void *s) {
     CUresult bound = on_stream(s);
@@ -663,7 +670,7 @@ CUresult cuMemcpyPeerAsync(CUdeviceptr dst, void *dst_ctx, CUdeviceptr src, void
     (void)dst_ctx;
     (void)src_ctx;
     advance(s, n, env_double("FAKE_CUDA_P2P_GBPS", 25.0));
-    return put_in_queue((struct work){COPY, (char *)(uintptr_t)dst, (const char *)(uintptr_t)src, n, 0});
+    return put_in_queue((struct work){COPY, (char *)(uintptr_t)dst, (const char *)(uintptr_t)src, n, 0, 0});
 }
 
 CUresult cuGetErrorName(CUresult e, const char **s) {

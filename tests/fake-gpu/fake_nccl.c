@@ -10,6 +10,9 @@
  *   FAKE_NCCL_SLOW_HOP    "a-b:GB/s" for the send/recv from rank a to rank b
  *   FAKE_NCCL_CORRUPT     a collective (all_gather, ...) whose rank-0 output gets one wrong element
  *
+ * Results land like a kernel's output: only once the stream is waited for
+ * (a synchronize, an event, a later copy from it to pageable memory).
+ *
  * Element types and reduction ops are honoured (ncclInt8 ... ncclBfloat16;
  * ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg as in nccl.h): a sum over
  * int8 wraps, a max is a max; an unknown type or op is ncclInvalidArgument.
@@ -53,6 +56,7 @@
 
 double *fake_cuda_stream_clock(void *s);
 void fake_cuda_run_queue(void);
+int fake_cuda_queue_result(void *dst, void *owned, size_t bytes);
 
 typedef struct { char internal[128]; } ncclUniqueId;
 
@@ -85,6 +89,7 @@ struct op {
     int done;
     int type, redop;
     unsigned seq; /* across processes: this op's number between its two ranks */
+    char *before; /* the output buffer as it was before the group ran */
 };
 
 /* ncclDataType_t and ncclRedOp_t (nccl.h): elements are reduced as their
@@ -663,10 +668,42 @@ int ncclCommSplit(struct comm *c, int color, int key, struct comm **out, void *c
     return OK;
 }
 
+static int run_local_group(void);
+
+/* Bytes an operation writes to its output buffer. */
+static size_t output_bytes(struct op *o) {
+    size_t bytes = o->count * type_size(o->type);
+    if (o->kind == SEND || !o->recv) return 0;
+    return o->kind == ALL_GATHER ? bytes * (size_t)o->comm->nranks : bytes;
+}
+
+/* A group's results land like a kernel's: computed now, but the output
+ * buffers keep their old contents until the stream is waited for. */
 static int run_group(void) {
     /* Stream order: the copies queued before the group are done first. */
     fake_cuda_run_queue();
-    if (shared_dir()) return run_cross_group();
+    int n = op_count;
+    for (int i = 0; i < n; i++) {
+        size_t bytes = output_bytes(&ops[i]);
+        ops[i].before = bytes ? malloc(bytes) : NULL;
+        if (ops[i].before) memcpy(ops[i].before, ops[i].recv, bytes);
+    }
+    int result = shared_dir() ? run_cross_group() : run_local_group();
+    for (int i = 0; i < n; i++) {
+        size_t bytes = output_bytes(&ops[i]);
+        char *after = ops[i].before ? malloc(bytes) : NULL;
+        if (after) {
+            memcpy(after, ops[i].recv, bytes);
+            memcpy(ops[i].recv, ops[i].before, bytes);
+            if (fake_cuda_queue_result(ops[i].recv, after, bytes)) memcpy(ops[i].recv, after, bytes);
+        }
+        free(ops[i].before);
+        ops[i].before = NULL;
+    }
+    return result;
+}
+
+static int run_local_group(void) {
     int result = OK;
     begin_group_time();
     for (int i = 0; i < op_count && result == OK; i++) {
@@ -685,7 +722,7 @@ static int enqueue(int kind, const void *send, void *recv, size_t count, int oth
                    int type, int redop) {
     if (op_count == MAX_OPS) return INVALID_USAGE;
     if (!type_size(type) || redop < SUM || redop > AVG) return INVALID_ARGUMENT;
-    ops[op_count++] = (struct op){kind, send, recv, count, other, comm, stream, 0, type, redop, 0};
+    ops[op_count++] = (struct op){kind, send, recv, count, other, comm, stream, 0, type, redop, 0, NULL};
     return depth ? OK : run_group();
 }
 
