@@ -271,27 +271,28 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
         || args.ring_walk
         || args.ring_from.is_some()
         || args.pairwise;
-    let nccl_library = if wants_nccl {
-        let explicit = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
-        match libraries::nccl(explicit.as_deref()) {
-            libraries::Found::At(path) => Some(path),
-            libraries::Found::Missing { looked } => anyhow::bail!(libraries::describe_missing(
-                "libnccl.so.2",
-                &looked,
-                "pip install nvidia-nccl-cu12, point --nccl-lib / TOPO_NCCL_LIBRARY at it, or pass --collectives none"
-            )),
-        }
-    } else {
-        None
-    };
-    let plan = probe_plan(args, nccl_library)?;
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     // One GPU per process only inside a launched job; alone (and in preflight) every GPU.
     let local_rank = launch.as_ref().and_then(|_| launcher::local_rank(&env));
-    let place = crate::probe::run::Place { launch, local_rank, host: hostname() };
-    let mut report = crate::probe::run::run(&plan, &place)?;
+    // Processes sharing a node take turns for host copies through NCCL, when there is one.
+    let turns = local_rank.is_some() && !args.no_copies;
+    let explicit = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
+    let nccl_library = match (wants_nccl || turns).then(|| libraries::nccl(explicit.as_deref())) {
+        Some(libraries::Found::At(path)) => Some(path),
+        Some(libraries::Found::Missing { looked }) if wants_nccl => anyhow::bail!(libraries::describe_missing(
+            "libnccl.so.2",
+            &looked,
+            "pip install nvidia-nccl-cu12, point --nccl-lib / TOPO_NCCL_LIBRARY at it, or pass --collectives none"
+        )),
+        _ => None,
+    };
+    let plan = probe_plan(args, nccl_library)?;
+    // The topology first: it says where each GPU's pinned host memory belongs.
     let nvml = args.sysfs_root == std::path::Path::new("/");
     let mut snapshot = crate::sources::load(crate::sources::Origin::Sysfs { root: &args.sysfs_root, nvml })?;
+    let homes = crate::probe::expect::host_homes(&snapshot.topology);
+    let place = crate::probe::run::Place { launch, local_rank, host: hostname(), homes };
+    let mut report = crate::probe::run::run(&plan, &place)?;
     crate::probe::expect::annotate(&mut report, &snapshot.topology);
     snapshot.probe = Some(report);
     let findings = crate::probe::findings::probe_findings(&snapshot);
