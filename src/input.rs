@@ -53,15 +53,9 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, InputError> {
 
 /// Reads `reader` to its end, refused once more than `limit` bytes have come.
 pub fn read_stream_bounded(reader: impl Read, name: &str, limit: u64) -> Result<Vec<u8>, InputError> {
-    let mut bytes = Vec::new();
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|source| InputError::Io { name: name.to_string(), source })?;
-    if bytes.len() as u64 > limit {
-        return Err(InputError::TooLarge { name: name.to_string(), limit });
-    }
-    Ok(bytes)
+    topo_model::bounded::read_capped_from(reader, limit)
+        .map_err(|source| InputError::Io { name: name.to_string(), source })?
+        .ok_or_else(|| InputError::TooLarge { name: name.to_string(), limit })
 }
 
 /// What a walk over the named inputs found.

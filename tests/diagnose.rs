@@ -371,8 +371,9 @@ fn a_snapshot_can_carry_the_job_log() {
     Command::cargo_bin("topo").unwrap().args(["diagnose", "--from", machine.to_str().unwrap()]).assert().code(2);
 }
 
-/// The hand-read truth of the corpus batches collected for this (100-133 and 150-190,
-/// `truth.yaml`): every root cause its thread established is raised, nine in
+/// The hand-read truth of the corpus batches collected for this (100-133, 150-190 and
+/// 200-257, `truth.yaml`): every root cause its thread established from the lines
+/// is raised (24 of 31; the other 7 are listed with why), nine in
 /// 85 % of the classes a reader expects from the text alone are, and no log
 /// with a WARN or a failure gets zero findings. The corpus vocabulary names
 /// `p2p-not-used` `p2p-disabled`, and calls a cause-less NCCL error `unknown`.
@@ -396,7 +397,29 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
             other => vec![other.into()],
         }
     };
+    // Causes the thread established from evidence that is not in the lines
+    // kept (the file and INDEX.md say more): none of them can be raised from
+    // the text, and a rule that raised one would be guessing.
+    const NOT_IN_THE_LINES: &[(&str, &str)] = &[
+        // Bootstrap fails with ncclSystemError on an IPoIB interface NCCL may
+        // use; the maintainer's fix was NCCL_SOCKET_IFNAME, nothing says so here.
+        ("200-", "bootstrap-interface"),
+        // nccl-tests without NCCL_DEBUG: the interface names given on mpirun's
+        // command line are only in the thread.
+        ("204-", "bootstrap-interface"),
+        // The reporter's "environment configure error"; the lines say collective mismatch.
+        ("209-", "configuration-error"),
+        // A healthy init; the GID index was only suspected in the thread.
+        ("210-", "roce-gid-mismatch"),
+        // The other nodes' NCCL versions are in the same comment, not in this excerpt.
+        ("219-", "version-mismatch"),
+        // A hang under the IOMMU, fixed by intel_iommu=off: nothing in the log.
+        ("220-", "p2p-disabled"),
+        // The line showing the wrong device was cut by the excerpt.
+        ("250-", "duplicate-gpu"),
+    ];
     let (mut expected, mut raised, mut causes) = (0, 0, 0);
+    let mut unreadable = Vec::new();
     let mut problems = Vec::new();
     for truth in truths.iter().filter(|t| t.file.as_str() >= "100") {
         let path = dir.join(&truth.file);
@@ -408,15 +431,24 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         }
         if let Some(cause) = &truth.root_cause_class {
             causes += 1;
-            if !codes.contains(cause) {
-                problems.push(format!("{}: established cause {cause} not raised ({codes:?})", truth.file));
+            let listed = NOT_IN_THE_LINES.iter().any(|(f, c)| truth.file.starts_with(f) && c == cause);
+            match (codes.contains(cause), listed) {
+                (false, true) => unreadable.push(truth.file.clone()),
+                (false, false) => {
+                    problems.push(format!("{}: established cause {cause} not raised ({codes:?})", truth.file))
+                }
+                (true, true) => {
+                    problems.push(format!("{}: {cause} is raised now: take it off NOT_IN_THE_LINES", truth.file))
+                }
+                (true, false) => {}
             }
         }
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 16, "{causes} established causes");
+    assert!(causes >= 31, "{causes} established causes");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
     // 87 % when written (63 of 72); the classes a reader expects go beyond the
     // root cause, and some are judgement calls (INDEX.md says which).
     assert!(raised * 100 >= expected * 85, "{raised} of {expected} expected classes raised");

@@ -411,4 +411,87 @@ fn slurm_srun_and_sbatch() {
     };
     assert!(start.elapsed() < Duration::from_secs(15), "the batch script waited: {text}");
     assert!(text.contains("no launcher found") && text.contains("exit=2"), "{text}");
+
+    // One GPU per task: Slurm's local ranks take turns for the host copies.
+    let mut srun = slurm.command("srun");
+    srun.args(["-N1", "-n3"]);
+    assert_local_ranks_take_turns(srun, "SLURM_PROCID", false);
+}
+
+/// The stand-in GPU libraries (tests/fake-gpu, as tests/probe_live.rs builds
+/// them), for a probe run under a real launcher.
+fn stand_in_libraries(dir: &Path) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-gpu");
+    let cc = |args: &[&str]| {
+        let status = Command::new("cc").current_dir(dir).args(args).status().unwrap();
+        assert!(status.success(), "cc {args:?}");
+    };
+    let cuda = source.join("fake_cuda.c");
+    cc(&["-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", "libcuda.so.1", cuda.to_str().unwrap()]);
+    let nccl = source.join("fake_nccl.c");
+    let nccl = nccl.to_str().unwrap();
+    let rpath = "-Wl,-rpath,$ORIGIN";
+    cc(&[
+        "-shared",
+        "-fPIC",
+        "-O1",
+        "-Wl,-soname,libnccl.so.2",
+        "-o",
+        "libnccl.so.2",
+        nccl,
+        "-L.",
+        "-l:libcuda.so.1",
+        rpath,
+    ]);
+}
+
+/// Issue 15, defect 7, under a real launcher: three processes on one node,
+/// one GPU each (the stand-in GPU, its socket's host bandwidth 30 GB/s shared
+/// by the processes holding pinned memory). The launcher's local ranks make
+/// them take turns for the host copies after NCCL's init, so each copies at
+/// its link's 26 GB/s (measured at once, each sees 9.9). `command` is the
+/// launcher's, to which the probe is added; `rank_var` names the task's rank.
+fn assert_local_ranks_take_turns(mut command: Command, rank_var: &str, forward: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    stand_in_libraries(dir.path());
+    let (cuda_dir, nccl_dir) = (dir.path().join("cuda"), dir.path().join("nccl"));
+    std::fs::create_dir_all(&cuda_dir).unwrap();
+    std::fs::create_dir_all(&nccl_dir).unwrap();
+    let master = format!("127.0.0.1:{}", free_port());
+    let vars = [
+        ("LD_LIBRARY_PATH", dir.path().to_str().unwrap()),
+        ("FAKE_CUDA_BUS", "0000:17:00.0"),
+        ("FAKE_CUDA_DIR", cuda_dir.to_str().unwrap()),
+        ("FAKE_CUDA_SOCKET_GBPS", "30"),
+        ("FAKE_CUDA_PINNED_HOLD_MS", "300"),
+        ("FAKE_NCCL_DIR", nccl_dir.to_str().unwrap()),
+    ];
+    for (k, v) in vars {
+        if forward {
+            command.args(["-x", k]);
+        }
+        command.env(k, v);
+    }
+    let probe = format!(
+        "exec {TOPO} probe --copy-size 4M --collectives all_reduce --min 1M --max 1M --timeout 30 --master {master} --format json > {}/out.${rank_var}.json",
+        dir.path().display()
+    );
+    command.args(["sh", "-c", &probe]);
+    let (code, out, err, _) = run_bounded(command, Duration::from_secs(120));
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    for rank in 0..3 {
+        let text = std::fs::read_to_string(dir.path().join(format!("out.{rank}.json"))).unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("rank {rank}: {e}: {text}"));
+        let h2d = &json["probe"]["copies"][0];
+        assert_eq!(h2d["kind"], "host_to_device");
+        let gbps = h2d["bandwidth"].as_f64().unwrap() / 1e9;
+        assert!(gbps > 24.0, "rank {rank}: {gbps:.1} GB/s, shared with the others");
+    }
+}
+
+#[test]
+fn open_mpi_local_ranks_take_turns_for_host_copies() {
+    let Some(path) = launcher("mpirun", &[]) else { return };
+    assert_local_ranks_take_turns(mpirun(&path, 3), "OMPI_COMM_WORLD_RANK", true);
 }

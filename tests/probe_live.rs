@@ -5,6 +5,9 @@
 //! exact. The topology the figures are held against is the ASUS ESC8000A-E12
 //! sysfs tree (4x RTX 6000 Ada, PCIe Gen4 x16, two sockets).
 
+#[path = "support/tools.rs"]
+mod tools;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -133,15 +136,15 @@ fn every_measurement_held_against_the_topology() {
     assert_eq!(slow.len(), 1, "{hops:?}");
     assert_eq!((slow[0]["from"].as_u64(), slow[0]["to"].as_u64()), (Some(2), Some(3)));
     let codes: Vec<&str> = json["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
-    // The stand-in pairs send/recv one at a time, so sendrecv and all_to_all run slow.
+    // sendrecv moves every ring hop at once, so it runs at the slow 2 -> 3
+    // hop; all_to_all (every pair at once) is held against no single hop.
     assert_eq!(codes, ["probe-slow-link", "probe-p2p-refused", "probe-slow-collective", "probe-straggler"]);
     let slow_collectives = &json["findings"][2]["evidence"];
-    assert_eq!(slow_collectives[0]["at"], "all_to_all, 4 ranks", "{slow_collectives}");
-    assert_eq!(slow_collectives[1]["at"], "sendrecv, 4 ranks", "{slow_collectives}");
+    assert_eq!(slow_collectives[0]["at"], "sendrecv, 4 ranks", "{slow_collectives}");
     // The NCCL settings in effect are recorded and offered as evidence.
     assert_eq!(probe["nccl_env"], serde_json::json!([["NCCL_P2P_DISABLE", "1"]]));
-    assert_eq!(slow_collectives[2]["at"], "environment", "{slow_collectives}");
-    assert!(slow_collectives[2]["text"].as_str().unwrap().starts_with("NCCL_P2P_DISABLE=1 "));
+    assert_eq!(slow_collectives[1]["at"], "environment", "{slow_collectives}");
+    assert!(slow_collectives[1]["text"].as_str().unwrap().starts_with("NCCL_P2P_DISABLE=1 "));
 }
 
 #[test]
@@ -336,12 +339,12 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
                 .env("FAKE_NCCL_DIR", shared.path())
                 .env("FAKE_CUDA_BUS", "0000:17:00.0")
                 .env("RANK", rank.to_string())
+                .env("LOCAL_RANK", rank.to_string())
                 .env("WORLD_SIZE", ranks.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
                 .env("TOPO_PORT", &port)
                 .env("TOPO_JOB_TOKEN", "probe-job-test")
                 .env("TOPO_RENDEZVOUS_SECRET", "s3cret")
-                .env_remove("LOCAL_RANK")
                 .envs(env.iter().copied())
                 .env_remove("NCCL_DEBUG")
                 .stdout(std::process::Stdio::piped())
@@ -486,4 +489,296 @@ fn diagnose_reads_stored_results() {
     let (stdout, _) = text(&output);
     assert!(stdout.contains("error    probe-slow-link"), "{stdout}");
     assert!(stdout.contains("evidence  ring hop rank 2 -> rank 3: 4.0 GB/s measured"), "{stdout}");
+}
+
+/// `topo probe --format prometheus` on the stand-in libraries, parsed and
+/// linted by promtool: every copy, collective and ring hop beside its expected figure.
+#[test]
+fn prometheus_textfile() {
+    let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "4M", "--min", "1M", "--max", "4M", "--ring-walk"];
+    let output = topo(&[&args[..], &["--format", "prometheus"]].concat(), &FAULTS);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    tools::promtool_accepts(&stdout);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let stdout = stdout.replacen(&format!("host=\"{}\"", host.trim()), "host=\"HOST\"", 1);
+    assert!(stdout.contains("topo_probe_passed 0\n"), "{stdout}");
+    assert!(stdout.contains("topo_probe_copy_failed{kind=\"p2p\",src=\"1\",dst=\"2\"} 1\n"), "{stdout}");
+    insta::assert_snapshot!(stdout);
+}
+
+/// Issue 15, defect 12: ten GPUs on a box without NVSwitch, where a context
+/// may have at most eight peers enabled at once. Every pair is measured when
+/// peer access is turned off again after each pair.
+#[test]
+fn ten_gpus_copy_every_pair_within_the_peer_limit() {
+    let buses: Vec<String> = (0..10).map(|i| format!("0000:{:02x}:00.0", 0x11 + i)).collect();
+    let buses = buses.join(",");
+    let args = ["probe", "--copy-size", "1M", "--collectives", "none", "--format", "json"];
+    let output = topo(&args, &[("FAKE_CUDA_BUS", buses.as_str())]);
+    let (stdout, stderr) = text(&output);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let copies = json["probe"]["copies"].as_array().unwrap();
+    assert_eq!(copies.len(), 4 * 10 + 3 * 45);
+    let failed: Vec<_> = copies.iter().filter(|c| c.get("error").is_some()).collect();
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
+/// Issue 15, defect 8: all_to_all moves every pair at once, so a slow socket
+/// link or a busy GPU link shows there and not on one ring hop; it is not
+/// held against the ring's slowest hop (nor flagged as if it were).
+#[test]
+fn all_to_all_is_not_held_against_one_ring_hop() {
+    let args = ["probe", "--sysfs-root", ASUS, "--no-copies", "--collectives", "all_to_all,all_reduce"];
+    let output = topo(&[&args[..], &["--min", "1M", "--max", "4M", "--format", "json"]].concat(), &FAULTS);
+    let (stdout, stderr) = text(&output);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let all_to_all = &json["probe"]["collectives"][0];
+    assert_eq!(all_to_all["collective"], "all_to_all");
+    assert!(all_to_all.get("ratio").is_none(), "{all_to_all}");
+    let all_reduce = &json["probe"]["collectives"][1];
+    assert_eq!(all_reduce["path"], "ring, slowest hop SYS", "{all_reduce}");
+    let findings = json["findings"].as_array().unwrap();
+    assert!(findings.iter().all(|f| !f.to_string().contains("all_to_all")), "{findings:?}");
+}
+
+/// Issue 15, defect 9: with `--warmup 0` the first timed collective would
+/// include the wait for the last process to arrive. One untimed collective
+/// and a sync come first, so ranks time alike; each row gives the average
+/// over ranks (nccl-tests' figure) and the slowest rank beside it.
+#[test]
+fn ranks_start_the_timed_loop_together() {
+    let args = ["probe", "--collectives", "all_reduce", "--min", "1M", "--max", "2M", "--warmup", "0"];
+    // Rank 2's host link is slow, so it reads back and checks each size's
+    // result last and its stream reaches the next size late.
+    let more = ["--copy-size", "1M", "--iters", "2", "--format", "json"];
+    let outputs = job(3, &[&args[..], &more[..]].concat(), &[("FAKE_CUDA_SLOW_RANK", "2:2")]);
+    for (rank, output) in outputs.iter().enumerate() {
+        let (stdout, stderr) = text(output);
+        let json: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("rank {rank} {e}: {stderr}"));
+        for row in json["probe"]["collectives"][0]["rows"].as_array().unwrap() {
+            let times: Vec<f64> = row["per_rank"].as_array().unwrap().iter().map(|p| p[1].as_f64().unwrap()).collect();
+            assert_eq!(times.len(), 3, "{row}");
+            let mean = times.iter().sum::<f64>() / 3.0;
+            let max = times.iter().copied().fold(0.0, f64::max);
+            assert!((row["seconds"].as_f64().unwrap() - mean).abs() < 1e-9, "{row}");
+            assert!((row["slowest"].as_f64().unwrap() - max).abs() < 1e-9, "{row}");
+            assert!(max / mean < 1.01, "ranks timed their wait for each other: {row}");
+        }
+        let findings = json["findings"].as_array().unwrap();
+        assert!(findings.iter().all(|f| !f.to_string().contains("all_reduce 2 MiB")), "{findings:?}");
+    }
+}
+
+/// Issue 15, defect 11: a GPU held by another process in exclusive-process
+/// mode, and one with an uncorrectable ECC error, are rows of their own; the
+/// other GPUs are still measured.
+#[test]
+fn a_gpu_that_cannot_be_opened_is_a_row_of_its_own() {
+    let locks = tempfile::tempdir().unwrap();
+    // This test process owns GPU 1 (0000:41:00.0) in exclusive-process mode.
+    std::fs::write(locks.path().join("0000:41:00.0.lock"), format!("{}\n", std::process::id())).unwrap();
+    let env = [
+        ("FAKE_CUDA_BUS", ASUS_GPUS),
+        ("FAKE_CUDA_EXCLUSIVE", "1"),
+        ("FAKE_CUDA_LOCK_DIR", locks.path().to_str().unwrap()),
+        ("FAKE_CUDA_ECC", "3"),
+    ];
+    let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "1M", "--min", "1M", "--max", "1M", "--format", "json"];
+    let output = topo(&args, &env);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let gpus = json["probe"]["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 4, "{gpus:?}");
+    assert!(gpus[1]["error"].as_str().unwrap().contains("CUDA_ERROR_DEVICE_UNAVAILABLE"), "{gpus:?}");
+    assert!(gpus[3]["error"].as_str().unwrap().contains("CUDA_ERROR_ECC_UNCORRECTABLE"), "{gpus:?}");
+    assert!(gpus[0].get("error").is_none() && gpus[2].get("error").is_none(), "{gpus:?}");
+    // GPUs 0 and 2: 4 copies each and their pair; an all_reduce over the two.
+    let copies = json["probe"]["copies"].as_array().unwrap();
+    assert_eq!(copies.len(), 4 * 2 + 3, "{copies:?}");
+    assert!(copies.iter().all(|c| c.get("error").is_none()), "{copies:?}");
+    assert_eq!(json["probe"]["collectives"][0]["ranks"], 2);
+    let codes: Vec<&str> = json["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"probe-gpu-unavailable"), "{codes:?}");
+    // The lock is still this process's: topo never took it.
+    assert!(locks.path().join("0000:41:00.0.lock").exists());
+}
+
+/// Issue 15, defect 11: a MIG instance is a slice of its GPU: its copies are
+/// not held against the whole GPU's PCIe link, and it is marked as a slice.
+#[test]
+fn a_mig_instance_is_judged_as_a_slice() {
+    let args = ["probe", "--sysfs-root", ASUS, "--copy-size", "1M", "--collectives", "none", "--format", "json"];
+    let env = [
+        ("FAKE_CUDA_BUS", "0000:01:00.0"),
+        ("FAKE_CUDA_MIG", "1"),
+        ("FAKE_CUDA_PCIE_GBPS", "6"),
+        ("CUDA_VISIBLE_DEVICES", "MIG-1c2d3e4f-0000-1111-2222-333344445555"),
+    ];
+    let output = topo(&args, &env);
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let gpu = &json["probe"]["gpus"][0];
+    assert_eq!(gpu["mig"], "MIG-1c2d3e4f-0000-1111-2222-333344445555", "{gpu}");
+    let h2d = &json["probe"]["copies"][0];
+    assert_eq!(h2d["kind"], "host_to_device");
+    assert!(h2d.get("ratio").is_none(), "{h2d}");
+}
+
+/// The ASUS tree copied with its two sockets' CPUs renumbered to this
+/// machine's CPUs 0 and 1, so binding to a GPU's CPUs can happen here.
+fn asus_on_two_cpus() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new("cp").args(["-a", ASUS]).arg(dir.path().join("asus")).status().unwrap();
+    assert!(status.success());
+    let mut stack = vec![dir.path().join("asus")];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() && matches!(entry.file_name().to_str(), Some("cpulist" | "local_cpulist")) {
+                let old = std::fs::read_to_string(&path).unwrap();
+                let new = match old.trim() {
+                    "0-31" => "0",
+                    "32-63" => "1",
+                    _ => continue,
+                };
+                std::fs::write(&path, format!("{new}\n")).unwrap();
+            }
+        }
+    }
+    dir
+}
+
+/// Issue 15, defect 6: pinned memory lands where the allocating thread runs.
+/// GPUs 2 and 3 sit on the second socket; timed from memory on the first,
+/// their copies would cross the socket link and be flagged. topo binds its
+/// thread to each GPU's CPUs while it allocates (and records the node).
+#[test]
+fn pinned_memory_on_the_gpus_node() {
+    if std::thread::available_parallelism().map_or(0, |n| n.get()) < 2 {
+        eprintln!("SKIPPED: needs two CPUs to stand for two NUMA nodes");
+        return;
+    }
+    let tree = asus_on_two_cpus();
+    let root = tree.path().join("asus");
+    let args = ["probe", "--sysfs-root", root.to_str().unwrap(), "--copy-size", "4M", "--collectives", "none"];
+    let env = [("FAKE_CUDA_BUS", ASUS_GPUS), ("FAKE_CUDA_GPU_NODE", "0,0,1,1"), ("FAKE_CUDA_NODE_CPUS", "0;1")];
+    let output = topo(&[&args[..], &["--format", "json"]].concat(), &env);
+    let (stdout, stderr) = text(&output);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    for copy in json["probe"]["copies"].as_array().unwrap() {
+        if copy.get("peer").is_some() || copy["kind"] == "device_local" {
+            continue;
+        }
+        let gpu = copy["gpu"].as_u64().unwrap();
+        assert_eq!(copy["host_node"].as_u64(), Some(gpu / 2), "{copy}");
+        assert!(copy["ratio"].as_f64().unwrap() > 0.9, "{copy}");
+    }
+}
+
+/// Issue 15, defect 7: one process per GPU (torchrun --nproc-per-node 3).
+/// The three share their socket's host bandwidth (30 GB/s here): measured
+/// together each would see a third of it and be judged as if alone. They take
+/// turns by local rank after NCCL's init, so each copies at its link's speed.
+#[test]
+fn local_processes_take_turns_for_host_copies() {
+    let args = ["probe", "--copy-size", "4M", "--collectives", "all_reduce", "--min", "1M", "--max", "1M"];
+    let shared = tempfile::tempdir().unwrap();
+    let env = [
+        ("LOCAL_WORLD_SIZE", "3"),
+        ("FAKE_CUDA_DIR", shared.path().to_str().unwrap()),
+        ("FAKE_CUDA_SOCKET_GBPS", "30"),
+        ("FAKE_CUDA_PINNED_HOLD_MS", "300"),
+    ];
+    let outputs = job(3, &[&args[..], &["--format", "json"]].concat(), &env);
+    for (rank, output) in outputs.iter().enumerate() {
+        let (stdout, stderr) = text(output);
+        let json: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("rank {rank} {e}: {stderr}"));
+        let h2d = &json["probe"]["copies"][0];
+        assert_eq!(h2d["kind"], "host_to_device");
+        let gbps = h2d["bandwidth"].as_f64().unwrap() / 1e9;
+        assert!(gbps > 24.0, "rank {rank}: {gbps:.1} GB/s, shared with the others");
+    }
+    // With no collectives asked for, NCCL is still there to take turns through.
+    let args = ["probe", "--copy-size", "4M", "--collectives", "none", "--format", "json"];
+    for (rank, output) in job(3, &args, &env).iter().enumerate() {
+        let (stdout, stderr) = text(output);
+        let json: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("rank {rank} {e}: {stderr}"));
+        let gbps = json["probe"]["copies"][0]["bandwidth"].as_f64().unwrap() / 1e9;
+        assert!(gbps > 24.0, "rank {rank}: {gbps:.1} GB/s, shared with the others");
+        assert!(json["probe"].get("collectives").is_none());
+    }
+}
+
+/// Issue 15, defect 10: launching a copy costs the host microseconds; a
+/// 64 KiB copy takes less on the link, so a stream fed one copy at a time
+/// idles between launches and times the launches. The streams are held on
+/// a host-mapped flag (cuStreamWaitValue32) until every copy is queued, as
+/// nvbandwidth's blocking kernel holds them, so the link's figure comes out.
+#[test]
+fn small_copies_do_not_time_launches() {
+    let args = ["probe", "--copy-size", "64K", "--collectives", "none", "--format", "json"];
+    let env = [("FAKE_CUDA_BUS", "0000:17:00.0,0000:65:00.0"), ("FAKE_CUDA_LAUNCH_US", "20")];
+    let output = topo(&args, &env);
+    let (stdout, stderr) = text(&output);
+    let json: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    // The stand-in's link: 5 us to set a copy up, then 26 GB/s.
+    let bytes = 65536.0;
+    let link = bytes / (5e-6 + bytes / 26e9);
+    for copy in json["probe"]["copies"].as_array().unwrap() {
+        if copy["kind"] != "host_to_device" && copy["kind"] != "device_to_host" {
+            continue;
+        }
+        let measured = copy["bandwidth"].as_f64().unwrap();
+        assert!(
+            (measured / link - 1.0).abs() < 0.01,
+            "{copy}: {:.2} GB/s, the link gives {:.2}",
+            measured / 1e9,
+            link / 1e9
+        );
+    }
+}
+
+/// The stand-ins themselves, held to the parts of the real CUDA/NCCL contract
+/// that the probe relies on (tests/fake-gpu/check_contract.c): completion only
+/// after a sync, a stream's context current, eight peers at most,
+/// exclusive-process mode across processes, a held stream, reductions in the
+/// element type, an init that waits for a missing peer, a buffer freed under
+/// a queued copy.
+#[test]
+fn the_stand_ins_keep_the_real_contract() {
+    let libraries = fake_libraries();
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("check_contract");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-gpu/check_contract.c");
+    let built = Command::new("cc")
+        .arg("-o")
+        .arg(&binary)
+        .arg(&source)
+        .arg(format!("-L{}", libraries.display()))
+        .args(["-l:libcuda.so.1", "-l:libnccl.so.2"])
+        .arg(format!("-Wl,-rpath,{}", libraries.display()))
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let buses: Vec<String> = (0..10).map(|i| format!("0000:{:02x}:00.0", 0x11 + i)).collect();
+    let output = Command::new(&binary)
+        .env("FAKE_CUDA_BUS", buses.join(","))
+        .env("FAKE_CUDA_EXCLUSIVE", "1")
+        .env("FAKE_CUDA_LOCK_DIR", dir.path())
+        .env("FAKE_NCCL_WAIT_S", "0.3")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout, "ok\n");
+    assert!(stderr.contains("freed while a queued copy still used it"), "{stderr}");
 }

@@ -8,12 +8,19 @@ use std::path::Path;
 /// The bytes of `path`, or `Ok(None)` when it holds more than `max` bytes
 /// (reading stops one byte past the limit).
 pub fn read_capped(path: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
-    let mut bytes = Vec::new();
     if path.as_os_str() == "-" {
-        std::io::stdin().lock().take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+        read_capped_from(std::io::stdin().lock(), max)
     } else {
-        std::fs::File::open(path)?.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+        read_capped_from(std::fs::File::open(path)?, max)
     }
+}
+
+/// The bytes of `reader` to its end, or `Ok(None)` once more than `max` have
+/// come: the one limit every input of topo is read under (files, stdin,
+/// FIFOs; `src/input.rs` names the input in its errors around this).
+pub fn read_capped_from(reader: impl Read, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    reader.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= max).then_some(bytes))
 }
 

@@ -64,6 +64,16 @@ pub struct ProbedGpu {
     /// This GPU's rank in the NCCL communicator, when collectives ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nccl_rank: Option<u32>,
+    /// Why the GPU could not be opened (held by another process in
+    /// exclusive-process mode, an uncorrectable ECC error): it is left out of
+    /// every measurement and the others go on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The MIG instance (`MIG-<uuid>`) when this is a slice of a GPU: it has a
+    /// share of the GPU's copy engines and no peer access, so it is not held
+    /// against the whole GPU's links.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<String>,
 }
 
 /// How the run was asked for, so a reader can tell a quick run from a sweep.
@@ -134,6 +144,10 @@ pub struct CopyResult {
     pub bandwidth: Bandwidth,
     #[serde(flatten)]
     pub expectation: Expectation,
+    /// Host copies: the NUMA node the pinned host memory was placed on (the
+    /// GPU's own when topo could bind to its CPUs), as nvbandwidth places it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_node: Option<i32>,
     /// Why the copy could not run (peer access refused, allocation failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -174,8 +188,12 @@ pub struct CollectiveResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CollectiveRow {
     pub bytes: u64,
-    /// Seconds per operation on the slowest local rank.
+    /// Seconds per operation, the average over every rank whose time is
+    /// known (nccl-tests' default, `-a 1`); `algbw` and `busbw` come from it.
     pub seconds: f64,
+    /// Seconds per operation of the slowest rank.
+    #[serde(default)]
+    pub slowest: f64,
     pub algbw: Bandwidth,
     pub busbw: Bandwidth,
     /// Output elements that differ from the exactly known result, over this
@@ -184,6 +202,22 @@ pub struct CollectiveRow {
     /// Seconds per operation of each of this process's ranks (NCCL rank, seconds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_rank: Vec<(u32, f64)>,
+}
+
+impl CollectiveRow {
+    /// Sets `seconds` (the average over `per_rank`), `slowest` and the
+    /// bandwidths from the per-rank times, as nccl-tests reports a row.
+    pub fn settle(&mut self, collective: Collective, ranks: u32) {
+        let times: Vec<f64> = self.per_rank.iter().map(|(_, s)| *s).filter(|s| s.is_finite()).collect();
+        if times.is_empty() {
+            return;
+        }
+        self.seconds = times.iter().sum::<f64>() / times.len() as f64;
+        self.slowest = times.iter().copied().fold(0.0, f64::max);
+        let (algbw, busbw) = crate::collective::bandwidths(collective, self.bytes, self.seconds, ranks);
+        self.algbw = Bandwidth::from_gbps(algbw);
+        self.busbw = Bandwidth::from_gbps(busbw);
+    }
 }
 
 /// One hop of a ring, timed alone with send/recv.

@@ -180,6 +180,18 @@ pub struct Communicator {
     pub init_seconds: Option<f64>,
 }
 
+impl Communicator {
+    /// Each rank's entry by rank number (the first when a log printed a rank
+    /// twice), for lookups per connection that would otherwise scan every rank.
+    pub fn rank_map(&self) -> std::collections::HashMap<u32, &RankInfo> {
+        let mut map = std::collections::HashMap::with_capacity(self.ranks.len());
+        for r in &self.ranks {
+            map.entry(r.rank).or_insert(r);
+        }
+        map
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RankInfo {
     pub rank: u32,
@@ -267,6 +279,42 @@ pub struct Connection {
     pub hardware: Option<HardwarePath>,
 }
 
+/// The collective connection carrying each ring hop of a communicator, found
+/// in one pass: views and rules look hops up per ring edge, and a scan of every
+/// connection per edge made a 250,000-rank ring take minutes to print.
+pub struct HopIndex<'a> {
+    hops: std::collections::HashMap<(u32, u32, u32), &'a Connection>,
+}
+
+impl<'a> HopIndex<'a> {
+    /// Indexes `comm`'s collective connections (`conn_index` 0) by
+    /// (channel, from, to), preferring the sender's line over the receiver's:
+    /// the sender's side names the transport NCCL chose for the hop.
+    pub fn new(comm: &'a Communicator) -> Self {
+        let rank = |c: &Connection| match c.direction {
+            Direction::Send | Direction::None => 0,
+            Direction::Receive => 1,
+        };
+        let mut hops: std::collections::HashMap<(u32, u32, u32), &'a Connection> = std::collections::HashMap::new();
+        for c in comm.connections.iter().filter(|c| c.conn_index == 0) {
+            let Some(to) = c.to else { continue };
+            hops.entry((c.channel, c.from, to))
+                .and_modify(|kept| {
+                    if rank(c) < rank(kept) {
+                        *kept = c;
+                    }
+                })
+                .or_insert(c);
+        }
+        Self { hops }
+    }
+
+    /// The connection of the hop `from -> to` on `channel`.
+    pub fn hop(&self, channel: u32, from: u32, to: u32) -> Option<&'a Connection> {
+        self.hops.get(&(channel, from, to)).copied()
+    }
+}
+
 /// How the machine connects two GPUs, in both vocabularies.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HardwarePath {
@@ -297,7 +345,8 @@ impl NcclReport {
         }
         let mut annotated = 0;
         for comm in &mut self.communicators {
-            let rank_of = |rank: u32| comm.ranks.iter().find(|r| r.rank == rank);
+            let ranks = comm.rank_map();
+            let rank_of = |rank: u32| ranks.get(&rank).copied();
             let mut found = Vec::new();
             for (i, connection) in comm.connections.iter().enumerate() {
                 if connection.hardware.is_some() || connection.cross_node == Some(true) {
@@ -336,8 +385,9 @@ impl NcclReport {
                 (None, _) => hosts.len() <= 1,
                 (Some(_), None) => false,
             };
+            let ranks = comm.rank_map();
             let bus_of = |rank: u32| -> Option<BusId> {
-                comm.ranks.iter().find(|r| r.rank == rank).filter(|r| on_machine(r)).and_then(|r| r.bus_id)
+                ranks.get(&rank).copied().filter(|r| on_machine(r)).and_then(|r| r.bus_id)
             };
             let pairs: Vec<(usize, BusId, BusId)> = comm
                 .connections

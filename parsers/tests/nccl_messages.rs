@@ -39,7 +39,7 @@ fn every_warn_string_of_the_newest_release_has_a_row() {
     let (file, formats) = newest_formats();
     assert!(formats.len() > 100, "{file}: {} format strings", formats.len());
     let rows: std::collections::HashSet<String> =
-        CATALOGUE.messages.iter().filter(|m| m.level == Level::Warn).map(|m| normal(&m.pattern)).collect();
+        CATALOGUE.messages.iter().filter(|m| m.level == Level::Warn).map(|m| normal(m.pattern)).collect();
     let missing: Vec<String> = formats
         .iter()
         .filter(|(_, f)| !rows.contains(&normal(f)))
@@ -63,7 +63,7 @@ fn nine_in_ten_warn_strings_name_a_specific_cause() {
             CATALOGUE
                 .messages
                 .iter()
-                .find(|m| m.level == Level::Warn && normal(&m.pattern) == normal(f))
+                .find(|m| m.level == Level::Warn && normal(m.pattern) == normal(f))
                 .is_some_and(|m| m.class != "unknown" && m.class != "internal-error")
         })
         .count();

@@ -48,6 +48,8 @@ fn copy(kind: CopyKind, gpu: u32, peer: Option<u32>, gbps: f64) -> CopyResult {
         bandwidth: Bandwidth(gbps * 1e9),
         expectation: Expectation::default(),
         error: None,
+        // nvbandwidth binds to the GPU's CPUs, but its output does not say which node.
+        host_node: None,
     }
 }
 
@@ -103,6 +105,8 @@ pub(super) fn report(run: &NvbandwidthRun, topology: &Topology, source: &str) ->
             bus_id: bus.map(|b| b.to_string()).unwrap_or_default(),
             name: printed.map(|d| d.name.clone()).unwrap_or_default(),
             nccl_rank: None,
+            error: None,
+            mig: None,
         });
     }
     crate::probe::expect::annotate(&mut report, topology);

@@ -2,6 +2,7 @@
 
 mod logs;
 mod node;
+mod report;
 mod show;
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use crate::sources::{self, Origin};
 
 use logs::{DiagnoseArgs, NcclArgs};
 use node::{ClusterArgs, PreflightArgs, ProbeArgs};
+use report::ReportArgs;
 pub use show::expand_output;
 use show::{ShowArgs, SnapshotArgs};
 
@@ -41,6 +43,8 @@ enum Command {
     Cluster(ClusterArgs),
     /// Measure this node's GPUs live: copies, P2P, NCCL collectives, the multi-node rendezvous (docs/probe.md).
     Probe(ProbeArgs),
+    /// Write one self-contained HTML file: summary, matrix, picture, PCIe tree, rings, findings (docs/report.md).
+    Report(ReportArgs),
     /// List the bundled example machines.
     Examples,
 }
@@ -99,6 +103,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Preflight(args) => node::preflight(args),
         Command::Cluster(args) => node::cluster(args),
         Command::Probe(args) => node::probe(args),
+        Command::Report(args) => report::report(args),
         Command::Examples => {
             let mut text = String::new();
             for example in crate::examples::EXAMPLES {

@@ -6,8 +6,18 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
-use super::{OriginArgs, ReportFormat, report_notices};
+use super::{OriginArgs, report_notices};
 use crate::output;
+
+/// `topo probe` and `topo cluster`: the report formats plus Prometheus.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum NodeFormat {
+    Plain,
+    Json,
+    Yaml,
+    /// Prometheus text exposition for node_exporter's textfile collector (docs/prometheus.md).
+    Prometheus,
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(super) enum PreflightFormat {
@@ -16,6 +26,8 @@ pub(super) enum PreflightFormat {
     Yaml,
     /// JUnit XML, one test case per check, for CI systems.
     Junit,
+    /// Prometheus text exposition for node_exporter's textfile collector (docs/prometheus.md).
+    Prometheus,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -88,6 +100,14 @@ pub(super) fn preflight(args: PreflightArgs) -> anyhow::Result<ExitCode> {
         PreflightFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
         PreflightFormat::Yaml => format!("# {}\n{}", report.verdict, topo_model::snapshot::to_yaml_string(&report)),
         PreflightFormat::Junit => crate::preflight::render::junit(&report),
+        PreflightFormat::Prometheus => {
+            let mut text = crate::views::prometheus::preflight(&report);
+            if let Some(probe) = &snapshot.probe {
+                let findings = crate::probe::findings::probe_findings(&snapshot);
+                text.push_str(&crate::views::prometheus::probe_metrics(probe, &findings));
+            }
+            text
+        }
     };
     output::print(&text)?;
     Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
@@ -135,7 +155,7 @@ pub(super) struct ProbeArgs {
     pub(super) threshold: f64,
     /// The JSON is documented in docs/probe.md.
     #[arg(long, value_enum, default_value = "plain")]
-    pub(super) format: ReportFormat,
+    pub(super) format: NodeFormat,
     /// Also write this node's snapshot with the results (YAML, or JSON for
     /// `.json`), for `topo show --from`, `topo preflight --from` and `topo cluster`.
     #[arg(long, value_name = "FILE")]
@@ -251,27 +271,28 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
         || args.ring_walk
         || args.ring_from.is_some()
         || args.pairwise;
-    let nccl_library = if wants_nccl {
-        let explicit = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
-        match libraries::nccl(explicit.as_deref()) {
-            libraries::Found::At(path) => Some(path),
-            libraries::Found::Missing { looked } => anyhow::bail!(libraries::describe_missing(
-                "libnccl.so.2",
-                &looked,
-                "pip install nvidia-nccl-cu12, point --nccl-lib / TOPO_NCCL_LIBRARY at it, or pass --collectives none"
-            )),
-        }
-    } else {
-        None
-    };
-    let plan = probe_plan(args, nccl_library)?;
     let env: std::collections::HashMap<String, String> = std::env::vars().collect();
     // One GPU per process only inside a launched job; alone (and in preflight) every GPU.
     let local_rank = launch.as_ref().and_then(|_| launcher::local_rank(&env));
-    let place = crate::probe::run::Place { launch, local_rank, host: hostname() };
-    let mut report = crate::probe::run::run(&plan, &place)?;
+    // Processes sharing a node take turns for host copies through NCCL, when there is one.
+    let turns = local_rank.is_some() && !args.no_copies;
+    let explicit = args.nccl_lib.clone().or_else(|| std::env::var_os("TOPO_NCCL_LIBRARY").map(PathBuf::from));
+    let nccl_library = match (wants_nccl || turns).then(|| libraries::nccl(explicit.as_deref())) {
+        Some(libraries::Found::At(path)) => Some(path),
+        Some(libraries::Found::Missing { looked }) if wants_nccl => anyhow::bail!(libraries::describe_missing(
+            "libnccl.so.2",
+            &looked,
+            "pip install nvidia-nccl-cu12, point --nccl-lib / TOPO_NCCL_LIBRARY at it, or pass --collectives none"
+        )),
+        _ => None,
+    };
+    let plan = probe_plan(args, nccl_library)?;
+    // The topology first: it says where each GPU's pinned host memory belongs.
     let nvml = args.sysfs_root == std::path::Path::new("/");
     let mut snapshot = crate::sources::load(crate::sources::Origin::Sysfs { root: &args.sysfs_root, nvml })?;
+    let homes = crate::probe::expect::host_homes(&snapshot.topology);
+    let place = crate::probe::run::Place { launch, local_rank, host: hostname(), homes };
+    let mut report = crate::probe::run::run(&plan, &place)?;
     crate::probe::expect::annotate(&mut report, &snapshot.topology);
     snapshot.probe = Some(report);
     let findings = crate::probe::findings::probe_findings(&snapshot);
@@ -302,13 +323,14 @@ pub(super) fn probe(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let Some(report) = &run.snapshot.probe else { anyhow::bail!("the probe produced no report") };
     let findings = &run.findings;
     let text = match args.format {
-        ReportFormat::Plain => crate::probe::render::plain(report, &run.host, findings),
-        ReportFormat::Json => {
+        NodeFormat::Plain => crate::probe::render::plain(report, &run.host, findings),
+        NodeFormat::Json => {
             serde_json::to_string_pretty(&serde_json::json!({ "probe": report, "findings": findings }))? + "\n"
         }
-        ReportFormat::Yaml => {
+        NodeFormat::Yaml => {
             topo_model::snapshot::to_yaml_string(&serde_json::json!({ "probe": report, "findings": findings }))
         }
+        NodeFormat::Prometheus => crate::views::prometheus::probe(report, &run.host, findings),
     };
     output::print(&text)?;
     if let Some(path) = &args.save {
@@ -325,15 +347,16 @@ pub(super) struct ClusterArgs {
     pub(super) inputs: Vec<PathBuf>,
     /// The JSON is documented in docs/cluster.md.
     #[arg(long, value_enum, default_value = "plain")]
-    pub(super) format: ReportFormat,
+    pub(super) format: NodeFormat,
 }
 
 pub(super) fn cluster(args: ClusterArgs) -> anyhow::Result<ExitCode> {
     let report = crate::cluster::load(&args.inputs)?;
     let text = match args.format {
-        ReportFormat::Plain => crate::cluster::render(&report),
-        ReportFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
-        ReportFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+        NodeFormat::Plain => crate::cluster::render(&report),
+        NodeFormat::Json => serde_json::to_string_pretty(&report)? + "\n",
+        NodeFormat::Yaml => topo_model::snapshot::to_yaml_string(&report),
+        NodeFormat::Prometheus => crate::views::prometheus::cluster(&report, &hostname()),
     };
     output::print(&text)?;
     // What could be read is reported; a named input that is not there still fails the run.

@@ -139,7 +139,7 @@ pub(super) fn show_cluster(dir: &Path, args: &ShowArgs, interactive: bool) -> an
 
 /// The logs' report, annotated with the machine; `None` (errors said on
 /// stderr) when an input could not be read or none held NCCL output.
-fn read_logs(logs: &[PathBuf], snapshot: &Snapshot) -> Option<topo_model::nccl::NcclReport> {
+pub(super) fn read_logs(logs: &[PathBuf], snapshot: &Snapshot) -> Option<topo_model::nccl::NcclReport> {
     let mut report = sources::nccl_report(logs);
     let failed: Vec<&str> = report.inputs.iter().filter_map(|i| i.error.as_deref()).collect();
     for error in &failed {
@@ -234,7 +234,7 @@ pub(super) fn write_snapshot(
 
 /// Writes `bytes` to a temporary file in `path`'s directory, then renames it
 /// onto `path`.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temporary = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));

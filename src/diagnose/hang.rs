@@ -614,11 +614,11 @@ pub fn inspector_link_findings(records: &[InspectorRecord], log: &NcclReport) ->
 fn ring_bottleneck(log: &NcclReport, n_ranks: u32) -> Option<f64> {
     let comm = log.communicators.iter().find(|c| c.nranks == Some(n_ranks) && !c.rings.is_empty())?;
     let mut slowest: Option<f64> = None;
+    let hops = topo_model::nccl::HopIndex::new(comm);
     for ring in &comm.rings {
         for (i, &from) in ring.order.iter().enumerate() {
             let to = ring.order[(i + 1) % ring.order.len()];
-            let hop =
-                comm.connections.iter().find(|c| c.channel == ring.channel && c.from == from && c.to == Some(to))?;
+            let hop = hops.hop(ring.channel, from, to)?;
             if hop.cross_node == Some(true) {
                 return None;
             }

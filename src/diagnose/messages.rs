@@ -39,8 +39,15 @@ pub(super) fn fatal(report: &NcclReport) -> bool {
     let trail = report.error_codes.iter().any(|e| e.code != 0 && e.code != 7);
     let init_unfinished = report.init_complete == 0
         || report.communicators.iter().any(|c| c.ranks.iter().any(|r| !c.init_complete.contains(&r.rank)));
+    // A framework row below error severity (libfabric's `provider efa output
+    // empty list`, a fallback) is not by itself a failure.
+    let framework_failed = report.framework_errors.iter().any(|w| {
+        CATALOGUE
+            .classify(Level::Framework, &w.text)
+            .is_none_or(|m| CATALOGUE.severity(m.row) == catalogue::Severity::Error)
+    });
     (trail && init_unfinished)
-        || !report.framework_errors.is_empty()
+        || framework_failed
         || !report.timeouts.is_empty()
         || report.warnings.iter().any(|w| w.text == "NCCL ABORT")
 }
@@ -101,7 +108,7 @@ fn list(items: &[String]) -> String {
 /// The status of a completion error read with the table's meaning and hint.
 fn completion_status(text: &str) -> Option<String> {
     let status = CATALOGUE.completion_status(text)?;
-    let hint = status.hint.as_deref().map_or(String::new(), |h| format!("; {h}"));
+    let hint = status.hint.map_or(String::new(), |h| format!("; {h}"));
     Some(format!("status {} = {}: {}{hint}", status.code, status.name, status.meaning))
 }
 
@@ -170,7 +177,23 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
         out.extend(trail);
         return (out, cause);
     }
-    let cause = causal.filter(|_| fatal);
+    let mut cause = causal.filter(|_| fatal);
+    // A framework error that names no cause (`unhandled system error`) over an
+    // error trail: the trail's first line says where NCCL failed
+    // (`misc/socket.cc:666 -> 2` under `bootstrap.cc`), which names more.
+    if cause.as_deref() == Some(UNEXPLAINED_ERROR)
+        && let Some(trail) = trail_only(report).filter(|t| t.code != UNEXPLAINED_ERROR)
+    {
+        let code = trail.code.clone();
+        match out.iter_mut().find(|f| f.code == code) {
+            Some(existing) => {
+                existing.severity = Severity::Error;
+                existing.evidence.extend(trail.evidence);
+            }
+            None => out.push(trail),
+        }
+        cause = Some(code);
+    }
     if let Some(cause) = cause.as_deref().filter(|c| *c != UNEXPLAINED_ERROR) {
         // The framework's own report is the echo of the cause found above.
         for finding in out.iter_mut().filter(|f| f.code == UNEXPLAINED_ERROR) {
@@ -183,7 +206,7 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
 /// The finding for one code, in the words of the class's table entry.
 fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause: bool) -> Finding {
     let (title, why, fix) = match CATALOGUE.class(code) {
-        Some(class) => (class.title.clone(), class.why.clone(), class.fix.clone()),
+        Some(class) => (class.title.to_string(), class.why.to_string(), class.fix.to_string()),
         None if code == UNEXPLAINED_ERROR => (
             "The job failed with an NCCL error that names no cause".to_string(),
             "The framework reports NCCL's error code; the reason is in NCCL's own WARN lines (run with \
@@ -195,7 +218,11 @@ fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause
         ),
         None => {
             let unknown = CATALOGUE.class("unknown").cloned().unwrap_or_default();
-            (format!("NCCL warned ({} message(s) not in topo's table)", evidence.len()), unknown.why, unknown.fix)
+            (
+                format!("NCCL warned ({} message(s) not in topo's table)", evidence.len()),
+                unknown.why.to_string(),
+                unknown.fix.to_string(),
+            )
         }
     };
     let title = if is_cause { format!("{title} (the first failure in the log)") } else { title };
@@ -214,7 +241,7 @@ fn trail_summary(report: &NcclReport) -> Option<Evidence> {
     let words: Vec<String> = codes
         .iter()
         .map(|(code, n)| {
-            let name = CATALOGUE.result(*code).map_or("?".to_string(), |r| r.name.clone());
+            let name = CATALOGUE.result(*code).map_or("?".to_string(), |r| r.name.to_string());
             format!("{n} × {code} ({name})")
         })
         .collect();
@@ -226,7 +253,17 @@ fn trail_summary(report: &NcclReport) -> Option<Evidence> {
 fn trail_only(report: &NcclReport) -> Option<Finding> {
     let first = report.error_codes.iter().find(|e| e.code != 0 && e.code != 7)?;
     let result = CATALOGUE.result(first.code);
-    let code = result.and_then(|r| r.class.clone()).filter(|c| c != "unknown").unwrap_or(UNEXPLAINED_ERROR.into());
+    // The first trail line is where the error began. A generic code
+    // (ncclSystemError, ncclInternalError, a CUDA failure) says little; the
+    // subsystem of that source file says more (`misc/socket.cc:568 -> 2` is
+    // a socket failure), as it does for a WARN line of a generic class.
+    let generic = |class: &&str| matches!(*class, "unknown" | "internal-error" | "cuda-error");
+    let code = result
+        .and_then(|r| r.class)
+        .filter(|c| !generic(c))
+        .or_else(|| CATALOGUE.source_class(&first.location))
+        .or_else(|| result.and_then(|r| r.class).filter(|c| *c != "unknown"))
+        .unwrap_or(UNEXPLAINED_ERROR);
     let evidence: Vec<Evidence> = report
         .error_codes
         .iter()
@@ -238,5 +275,5 @@ fn trail_only(report: &NcclReport) -> Option<Finding> {
             }
         })
         .collect();
-    Some(finding_for(&code, Severity::Error, evidence, true))
+    Some(finding_for(code, Severity::Error, evidence, true))
 }

@@ -3,6 +3,7 @@
 
 use topo_model::nccl::TransportKind;
 use topo_model::{Evidence, Finding, NcclClass, NicKind, Severity, Snapshot};
+use topo_parsers::nccl_log::catalogue::CATALOGUE;
 
 use super::Inputs;
 use super::evidence::{fact, first_line, via_of};
@@ -132,13 +133,17 @@ pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
     ))
 }
 
-/// Interfaces that cannot carry traffic between nodes, or are container plumbing.
-pub(super) fn unsuitable_interface(name: &str) -> bool {
-    let name = name.split(':').next().unwrap_or(name);
+/// Interfaces that cannot carry traffic between nodes, or are container plumbing,
+/// by name (`lo`, `docker0`, `veth...`) or by address: the message table's
+/// unreachable addresses (loopback, link-local, docker's default bridge),
+/// the same rows that explain a connect failure to such an address.
+pub(super) fn unsuitable_interface(interface: &str) -> bool {
+    let (name, address) = interface.split_once(':').unwrap_or((interface, ""));
     name == "lo"
         || ["docker", "veth", "virbr", "br-", "cni", "flannel", "tun", "tap", "wg", "tailscale", "CloudflareWARP"]
             .iter()
             .any(|prefix| name.starts_with(prefix))
+        || CATALOGUE.unreachable_interface_address(address).is_some()
 }
 
 pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
@@ -154,12 +159,14 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
         .filter(|i| unsuitable_interface(i))
         .map(|i| first_line(inputs.report, &format!("bootstrap/{i}"), format!("Bootstrap : Using {i}"), ""))
         .collect();
+    let mut listed: Vec<&String> = network.devices.iter().chain(&network.socket_interfaces).collect();
+    listed.sort_unstable();
+    listed.dedup();
     evidence.extend(
-        network
-            .devices
-            .iter()
+        listed
+            .into_iter()
             .filter(|d| unsuitable_interface(d))
-            .map(|d| fact("network", format!("NET/Socket device {d}"))),
+            .map(|d| fact("network", format!("socket interface {d}"))),
     );
     let mut names: Vec<&str> = network.bootstrap.iter().map(|i| i.split(':').next().unwrap_or(i)).collect();
     names.sort_unstable();

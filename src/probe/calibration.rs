@@ -59,6 +59,7 @@ mod tests {
             seconds: (1u64 << 28) as f64 / (gbps * 1e9),
             bandwidth: Bandwidth(gbps * 1e9),
             expectation: Expectation::default(),
+            host_node: None,
             error: None,
         }
     }
@@ -80,6 +81,7 @@ mod tests {
                     bus_id: buses[ordinal as usize].clone(),
                     name: String::new(),
                     nccl_rank: Some(rank as u32),
+                    ..ProbedGpu::default()
                 })
                 .collect(),
             ..ProbeReport::default()
@@ -95,6 +97,7 @@ mod tests {
                 rows: vec![CollectiveRow {
                     bytes: 1 << 30,
                     seconds: 0.01,
+                    slowest: 0.01,
                     algbw: rate,
                     busbw: rate,
                     wrong: 0,

@@ -2,6 +2,7 @@
 //! per link for copies, per path for pairs and ring hops, the ring's slowest
 //! hop for collectives, the nearest RDMA NIC for hops from other nodes.
 
+use topo_model::collective::Collective;
 use topo_model::measure::{CopyKind, Expectation, ProbeReport};
 use topo_model::{Bandwidth, BusId, HopKind, Topology};
 
@@ -75,6 +76,25 @@ fn nic_link(topology: &Topology, gpu: BusId) -> Option<(String, Bandwidth)> {
         })
 }
 
+/// Where each GPU's pinned host memory belongs: its NUMA node, and the CPUs
+/// to allocate from (the device's own `local_cpulist`, as NVML's CPU affinity
+/// that nvbandwidth binds to, else its node's CPUs). GPUs whose node is not
+/// known are left out.
+pub fn host_homes(topology: &Topology) -> Vec<(String, topo_probes::live::affinity::HostHome)> {
+    topology
+        .gpus
+        .iter()
+        .filter_map(|gpu| {
+            let node = topology.numa_of(gpu.bus_id)?;
+            let own = topology.ancestors(gpu.bus_id).into_iter().find_map(|d| d.local_cpus.clone());
+            let cpus = own.or_else(|| topology.numa_node(node).map(|n| n.cpus.clone()))?;
+            (!cpus.is_empty()).then(|| {
+                (gpu.bus_id.to_string(), topo_probes::live::affinity::HostHome { node, cpus: cpus.cpus().to_vec() })
+            })
+        })
+        .collect()
+}
+
 fn bus(report: &ProbeReport, ordinal: u32) -> Option<BusId> {
     report.gpus.iter().find(|g| g.ordinal == ordinal).and_then(|g| g.bus_id.parse().ok())
 }
@@ -95,7 +115,11 @@ pub fn annotate(report: &mut ProbeReport, topology: &Topology) {
         .into_iter()
         .map(|mut copy| {
             let both = copy.kind.both_directions();
+            let slice = |ordinal: u32| report.gpus.iter().any(|g| g.ordinal == ordinal && g.mig.is_some());
             let (path, expected) = match (copy.kind, bus(report, copy.gpu), copy.peer.and_then(|p| bus(report, p))) {
+                // A MIG slice has a share of its GPU's copy engines: the whole
+                // GPU's link is no measure of it.
+                _ if slice(copy.gpu) || copy.peer.is_some_and(slice) => (Some("MIG slice".to_string()), None),
                 (CopyKind::DeviceLocal, ..) | (_, None, _) => (None, None),
                 (CopyKind::Peer | CopyKind::PeerBothWays, Some(a), Some(b)) => doubled(gpu_path(topology, a, b), both),
                 (CopyKind::Peer | CopyKind::PeerBothWays, _, None) => (None, None),
@@ -115,8 +139,10 @@ pub fn annotate(report: &mut ProbeReport, topology: &Topology) {
     let ring = ring_expectation(report, topology);
     for result in &mut report.collectives {
         let best = result.rows.iter().map(|r| r.busbw).fold(Bandwidth(0.0), |a, b| if b.0 > a.0 { b } else { a });
-        result.expectation = match &ring {
-            Some((path, expected)) if result.ranks > 1 => Expectation::new(Some(path.clone()), Some(*expected), best),
+        result.expectation = match (&ring, traffic(result.collective)) {
+            (Some((path, expected)), Traffic::RingHops) if result.ranks > 1 => {
+                Expectation::new(Some(path.clone()), Some(*expected), best)
+            }
             _ => Expectation::default(),
         };
     }
@@ -140,6 +166,41 @@ pub fn annotate(report: &mut ProbeReport, topology: &Topology) {
             hop
         })
         .collect();
+}
+
+/// How a collective's traffic meets the links, which decides what its busbw
+/// can honestly be held against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Traffic {
+    /// Each rank sends to one neighbour and receives from another at a time
+    /// (NCCL's ring algorithms; sendrecv to the next rank): nccl-tests' busbw
+    /// factor turns the figure into what each ring hop carries, so it is held
+    /// against the ring's slowest hop.
+    RingHops,
+    /// Every pair at once (all_to_all): each GPU's link carries (n-1)/n of its
+    /// buffer while every pair across the socket link (or the network) shares
+    /// the bisection. No single hop bounds it, and the topology gives no
+    /// bisection figure that the measured figure could be held against, so
+    /// it raises no finding.
+    AllPairs,
+}
+
+/// The traffic of each collective: nccl-tests' doc/PERFORMANCE.md derives the
+/// busbw factors (all_reduce 2(n-1)/n, all_gather and reduce_scatter (n-1)/n,
+/// broadcast and reduce 1) from ring traffic; alltoall's (n-1)/n is every
+/// rank's share that leaves it, sent to all peers at once.
+const TRAFFIC: [(Collective, Traffic); 7] = [
+    (Collective::AllReduce, Traffic::RingHops),
+    (Collective::AllGather, Traffic::RingHops),
+    (Collective::ReduceScatter, Traffic::RingHops),
+    (Collective::Broadcast, Traffic::RingHops),
+    (Collective::Reduce, Traffic::RingHops),
+    (Collective::SendRecv, Traffic::RingHops),
+    (Collective::AllToAll, Traffic::AllPairs),
+];
+
+fn traffic(collective: Collective) -> Traffic {
+    TRAFFIC.iter().find(|(c, _)| *c == collective).map_or(Traffic::AllPairs, |(_, t)| *t)
 }
 
 /// The bus bandwidth a ring over this process's GPUs (in NCCL rank order)

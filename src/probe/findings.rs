@@ -22,6 +22,21 @@ pub fn probe_findings(snapshot: &topo_model::Snapshot) -> Vec<Finding> {
 pub fn findings(report: &ProbeReport, nvml_p2p: &dyn Fn(u32, u32) -> Option<String>) -> Vec<Finding> {
     let threshold = report.settings.threshold;
     let mut out = Vec::new();
+    let unavailable: Vec<Evidence> = report
+        .gpus
+        .iter()
+        .filter_map(|g| Some(Evidence { at: format!("GPU {} ({})", g.ordinal, g.bus_id), text: g.error.clone()? }))
+        .collect();
+    if !unavailable.is_empty() {
+        out.push(Finding::new(
+            "probe-gpu-unavailable",
+            Severity::Error,
+            format!("{} GPU(s) could not be opened; the others were measured", unavailable.len()),
+            unavailable,
+            "A GPU that CUDA cannot open is lost to any job placed on it: another process holds it in exclusive-process mode (CUDA_ERROR_DEVICE_UNAVAILABLE), or an uncorrectable ECC error needs a reset (CUDA_ERROR_ECC_UNCORRECTABLE).",
+            "See who holds it (`nvidia-smi --query-compute-apps=pid,gpu_bus_id --format=csv`) and its compute mode (`nvidia-smi -q -d COMPUTE`); for ECC, `nvidia-smi -q -d ECC`, Xid errors in `dmesg`, then reset the GPU or drain the node.",
+        ));
+    }
     let mut slow = Vec::new();
     let mut refused = Vec::new();
     let mut failed = Vec::new();

@@ -138,7 +138,18 @@ fn ring_walk(out: &mut String, report: &ProbeReport) {
 /// The whole report as text, findings last.
 pub fn plain(report: &ProbeReport, host: &str, findings: &[Finding]) -> String {
     let mut out = String::new();
-    let names: Vec<String> = report.gpus.iter().map(|g| format!("{} {} ({})", g.ordinal, g.name, g.bus_id)).collect();
+    let names: Vec<String> = report
+        .gpus
+        .iter()
+        .map(|g| {
+            let mark = match (&g.error, &g.mig) {
+                (Some(_), _) => " [not opened]",
+                (None, Some(_)) => " [MIG slice]",
+                (None, None) => "",
+            };
+            format!("{} {} ({}){mark}", g.ordinal, g.name, g.bus_id)
+        })
+        .collect();
     let _ = writeln!(
         out,
         "topo probe on {host}: rank {} of {}{}, CUDA driver {}, NCCL {}",

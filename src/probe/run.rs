@@ -10,6 +10,7 @@ use anyhow::Context;
 use topo_model::Snapshot;
 use topo_model::collective::Collective;
 use topo_model::measure::{ProbeReport, ProbeSettings, ProbedGpu};
+use topo_probes::live::affinity::HostHome;
 use topo_probes::live::collectives::{self, CollectivePlan, Rank};
 use topo_probes::live::copies::{self, CopyPlan};
 use topo_probes::live::cuda::{self, Gpu};
@@ -39,6 +40,9 @@ pub struct Place {
     /// tasks per node): the local rank, which picks the GPU.
     pub local_rank: Option<LocalRank>,
     pub host: String,
+    /// Where each GPU's host memory belongs (bus ID, node and CPUs), from
+    /// this node's topology; empty when it does not say.
+    pub homes: Vec<(String, HostHome)>,
 }
 
 /// Ends the process with exit code 2 and `what` if dropped later than `timeout`
@@ -103,15 +107,59 @@ impl Drop for Progress {
     }
 }
 
-fn open_gpus(place: &Place) -> anyhow::Result<Vec<Gpu>> {
+/// Opens this process's GPUs. One that cannot be opened (held by another
+/// process in exclusive-process mode, an uncorrectable ECC error) is a row of
+/// its own with the driver's answer; the others are measured. None at all is
+/// an error.
+fn open_gpus(place: &Place) -> anyhow::Result<(Vec<Gpu>, Vec<ProbedGpu>)> {
     let count = Gpu::count()?;
     if count == 0 {
         anyhow::bail!("the CUDA driver sees no GPU (check CUDA_VISIBLE_DEVICES and `nvidia-smi`)");
     }
-    gpus_to_open(place.local_rank, count)?
-        .into_iter()
-        .map(|o| Gpu::open(o).with_context(|| format!("GPU {o}")))
-        .collect()
+    let mut opened = Vec::new();
+    let mut failed = Vec::new();
+    for ordinal in gpus_to_open(place.local_rank, count)? {
+        match Gpu::open(ordinal) {
+            Ok(gpu) => opened.push(gpu),
+            Err(error) => {
+                let (name, bus_id) = Gpu::describe(ordinal).unwrap_or_default();
+                failed.push(ProbedGpu {
+                    ordinal,
+                    bus_id,
+                    mig: mig_instance(ordinal, &name),
+                    name,
+                    error: Some(error.to_string()),
+                    ..ProbedGpu::default()
+                });
+            }
+        }
+    }
+    if opened.is_empty() {
+        let why: Vec<String> =
+            failed.iter().map(|g| format!("GPU {}: {}", g.ordinal, g.error.as_deref().unwrap_or(""))).collect();
+        anyhow::bail!("no GPU could be opened ({})", why.join("; "));
+    }
+    Ok((opened, failed))
+}
+
+/// The MIG instance behind CUDA ordinal `ordinal`: the entry of
+/// CUDA_VISIBLE_DEVICES that names it (`MIG-<uuid>`, or the older
+/// `MIG-GPU-<uuid>/<gi>/<ci>`; CUDA numbers the visible devices in the order
+/// listed), else the profile in the name CUDA gives a MIG device
+/// (`NVIDIA A100-SXM4-40GB MIG 1g.5gb` -> `MIG 1g.5gb`).
+pub fn mig_instance(ordinal: u32, name: &str) -> Option<String> {
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default();
+    visible_mig(&visible, ordinal).or_else(|| mig_in_name(name))
+}
+
+fn mig_in_name(name: &str) -> Option<String> {
+    let at = name.find(" MIG ")?;
+    Some(name[at + 1..].trim().to_string())
+}
+
+fn visible_mig(visible: &str, ordinal: u32) -> Option<String> {
+    let entry = visible.split(',').map(str::trim).filter(|e| !e.is_empty()).nth(ordinal as usize)?;
+    entry.starts_with("MIG-").then(|| entry.to_string())
 }
 
 /// Which CUDA ordinals this process drives: all of them alone; its local
@@ -188,7 +236,14 @@ fn report_head(plan: &Plan, place: &Place, cuda_driver: String) -> ProbeReport {
 }
 
 fn probed(gpu: &Gpu, nccl_rank: Option<u32>) -> ProbedGpu {
-    ProbedGpu { ordinal: gpu.ordinal, bus_id: gpu.bus_id.clone(), name: gpu.name.clone(), nccl_rank }
+    ProbedGpu {
+        ordinal: gpu.ordinal,
+        bus_id: gpu.bus_id.clone(),
+        name: gpu.name.clone(),
+        nccl_rank,
+        mig: mig_instance(gpu.ordinal, &gpu.name),
+        error: None,
+    }
 }
 
 /// Opens the NCCL the plan found and records which, its version and the
@@ -240,15 +295,28 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     if plan.pairwise {
         return run_pairwise(plan, place, report_head(plan, place, cuda_driver));
     }
-    let gpus = open_gpus(place)?;
+    let (gpus, unopened) = open_gpus(place)?;
     let progress = Progress::new(progress_total(plan, gpus.len()));
     let mut step = |what: String| progress.step(what);
     let mut report = report_head(plan, place, cuda_driver);
-    report.gpus = gpus.iter().map(|g| probed(g, None)).collect();
-    if let Some(copy_plan) = &plan.copies {
-        report.copies = copies::measure(&gpus, copy_plan, &mut step);
+    report.gpus = gpus.iter().map(|g| probed(g, None)).chain(unopened).collect();
+    report.gpus.sort_by_key(|g| g.ordinal);
+    let home = |bus: &str| place.homes.iter().find(|(b, _)| b == bus).map(|(_, h)| h.clone());
+    let collective_work = !plan.collectives.collectives.is_empty() || plan.ring.is_some();
+    // One process per GPU: the processes of a node share its host links, so
+    // they take turns through NCCL after its init (below); alone, measure now.
+    let shared_node = plan.copies.is_some() && place.local_rank.is_some_and(|l| l.size > 1);
+    let take_turns = shared_node && plan.nccl_library.is_some();
+    if shared_node && !take_turns {
+        eprintln!(
+            "topo probe: no NCCL to take turns through: this node's processes measure host copies at once, sharing its host links"
+        );
     }
-    if plan.collectives.collectives.is_empty() && plan.ring.is_none() {
+    let uses_nccl = collective_work || take_turns;
+    if let Some(copy_plan) = plan.copies.as_ref().filter(|_| !take_turns) {
+        report.copies = copies::measure(&gpus, copy_plan, &home, &mut step);
+    }
+    if !uses_nccl {
         return Ok(report);
     }
     let nccl = open_nccl(plan, &mut report)?;
@@ -267,10 +335,16 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
     // any error below they are torn down (aborted when broken) while it still
     // watches, and a teardown that hangs still ends the process.
     let _watchdog = Watchdog::arm(plan.timeout.max(Duration::from_secs(600)), "the collectives".to_string());
-    for (gpu, comm) in report.gpus.iter_mut().zip(&ranks) {
-        gpu.nccl_rank = Some(comm.rank);
+    for (gpu, comm) in gpus.iter().zip(&ranks) {
+        if let Some(row) = report.gpus.iter_mut().find(|g| g.ordinal == gpu.ordinal) {
+            row.nccl_rank = Some(comm.rank);
+        }
     }
-    let max_bytes = plan.collectives.sizes.iter().copied().chain([plan.ring_bytes]).max().unwrap_or(0);
+    // Taking turns alone needs only the small gathers' buffers.
+    let max_bytes = match collective_work {
+        true => plan.collectives.sizes.iter().copied().chain([plan.ring_bytes]).max().unwrap_or(0),
+        false => 4096,
+    };
     let max_bytes = usize::try_from(max_bytes).context("message size too large for this machine")?;
     let ranks: Vec<Rank> = gpus
         .iter()
@@ -287,6 +361,10 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         })
         .collect::<anyhow::Result<_>>()?;
     {
+        if let (Some(copy_plan), Some(local)) = (plan.copies.as_ref().filter(|_| take_turns), place.local_rank) {
+            report.copies =
+                copies_in_turns(&nccl, &ranks, local, &mut || copies::measure(&gpus, copy_plan, &home, &mut step))?;
+        }
         report.ranks = share_copy_figures(&nccl, &ranks, &report, &place.host)?;
         report.collectives = collectives::run(&nccl, &ranks, &plan.collectives, &mut step)?;
         share_rank_times(&nccl, &ranks, &mut report.collectives)?;
@@ -300,6 +378,34 @@ pub fn run(plan: &Plan, place: &Place) -> anyhow::Result<ProbeReport> {
         }
     }
     Ok(report)
+}
+
+/// Host copies with one process per GPU: the processes of a node share its
+/// host bridges and memory, so measured at once each would see a share and be
+/// judged as if alone. They take turns by local rank: in turn `t` the process
+/// of local rank `t` measures while the others wait; a gather through NCCL (it
+/// completes only when every rank has joined) ends each turn. Every process
+/// of the job takes as many turns as the largest node has local ranks, so all
+/// call the gathers alike.
+fn copies_in_turns(
+    nccl: &Nccl,
+    ranks: &[Rank],
+    local: LocalRank,
+    measure: &mut dyn FnMut() -> Vec<topo_model::measure::CopyResult>,
+) -> anyhow::Result<Vec<topo_model::measure::CopyResult>> {
+    let sizes = collectives::gather(nccl, ranks, &vec![vec![local.size as f32]; ranks.len()])?;
+    // Bounded: no node holds more GPUs, whatever a launcher variable says.
+    const MOST_LOCAL_RANKS: f32 = 1024.0;
+    let turns = sizes.iter().filter_map(|v| v.first()).fold(local.size as f32, |a, b| a.max(*b));
+    let turns = turns.min(MOST_LOCAL_RANKS) as u32;
+    let mut out = Vec::new();
+    for turn in 0..turns {
+        if turn == local.rank {
+            out = measure();
+        }
+        collectives::gather(nccl, ranks, &vec![vec![turn as f32]; ranks.len()])?;
+    }
+    Ok(out)
 }
 
 /// The `NCCL_*` variables this run inherits: NCCL obeys them here as in the
@@ -365,6 +471,8 @@ fn share_rank_times(
         })
         .collect();
     let all = collectives::gather(nccl, ranks, &mine)?;
+    let settled: Vec<(Collective, u32)> =
+        results.iter().flat_map(|c| c.rows.iter().map(move |_| (c.collective, c.ranks))).collect();
     for (index, row) in results.iter_mut().flat_map(|c| c.rows.iter_mut()).enumerate() {
         row.per_rank = all
             .iter()
@@ -373,6 +481,9 @@ fn share_rank_times(
                 times.get(index).filter(|t| t.is_finite()).map(|t| (rank as u32, f64::from(*t)))
             })
             .collect();
+        if let Some((collective, ranks)) = settled.get(index) {
+            row.settle(*collective, *ranks);
+        }
     }
     Ok(())
 }
@@ -430,6 +541,17 @@ mod tests {
         assert_eq!(gpus_to_open(local(3, 8), 8).unwrap(), [3]);
         assert_eq!(gpus_to_open(local(3, 8), 1).unwrap(), [0]);
         assert!(gpus_to_open(local(5, 8), 4).is_err());
+    }
+
+    #[test]
+    fn mig_instances_are_read_from_the_visible_devices() {
+        let uuid = "MIG-1c2d3e4f-0000-1111-2222-333344445555";
+        assert_eq!(visible_mig(uuid, 0).as_deref(), Some(uuid));
+        assert_eq!(visible_mig(&format!("GPU-aa,{uuid}"), 1).as_deref(), Some(uuid));
+        assert_eq!(visible_mig("0,1", 1), None);
+        assert_eq!(visible_mig(uuid, 1), None);
+        assert_eq!(mig_in_name("NVIDIA A100-SXM4-40GB MIG 1g.5gb").as_deref(), Some("MIG 1g.5gb"));
+        assert_eq!(mig_in_name("NVIDIA H100 80GB HBM3"), None);
     }
 
     #[test]

@@ -5,9 +5,11 @@ pub mod dot;
 pub mod findings;
 pub mod gpus;
 pub mod graph_dump;
+pub mod html;
 pub mod job;
 pub mod nccl;
 pub mod plain;
+pub mod prometheus;
 
 use topo_model::PciDevice;
 use topo_model::topology::pci_class;

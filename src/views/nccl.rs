@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use topo_model::nccl::{Communicator, Connection, Direction, NcclReport, Ring};
+use topo_model::nccl::{Communicator, HopIndex, NcclReport, Ring};
 
 /// `ncclResult_t` names, for error traces.
 fn result_name(code: i64) -> &'static str {
@@ -160,19 +160,8 @@ fn communicator(out: &mut String, index: usize, comm: &Communicator) {
     out.push('\n');
 }
 
-/// The connection carrying a ring hop: collective connection, sender's side.
-fn hop(comm: &Communicator, channel: u32, from: u32, to: u32) -> Option<&Connection> {
-    comm.connections
-        .iter()
-        .filter(|c| c.channel == channel && c.conn_index == 0 && c.from == from && c.to == Some(to))
-        .min_by_key(|c| match c.direction {
-            Direction::Send | Direction::None => 0,
-            Direction::Receive => 1,
-        })
-}
-
-fn hop_text(comm: &Communicator, channel: u32, from: u32, to: u32) -> String {
-    match hop(comm, channel, from, to) {
+fn hop_text(hops: &HopIndex, channel: u32, from: u32, to: u32) -> String {
+    match hops.hop(channel, from, to) {
         Some(c) => {
             let mut text = format!("{from}→{to} {}", c.detail);
             if c.cross_node == Some(true) {
@@ -187,9 +176,9 @@ fn hop_text(comm: &Communicator, channel: u32, from: u32, to: u32) -> String {
     }
 }
 
-fn ring_hops(comm: &Communicator, ring: &Ring) -> Vec<String> {
+fn ring_hops(hops: &HopIndex, ring: &Ring) -> Vec<String> {
     let n = ring.order.len();
-    (0..n).map(|i| hop_text(comm, ring.channel, ring.order[i], ring.order[(i + 1) % n])).collect()
+    (0..n).map(|i| hop_text(hops, ring.channel, ring.order[i], ring.order[(i + 1) % n])).collect()
 }
 
 fn rings(out: &mut String, comm: &Communicator) {
@@ -199,8 +188,9 @@ fn rings(out: &mut String, comm: &Communicator) {
     let _ = writeln!(out, "  Rings ({}):", comm.rings.len());
     // Channels with the same order and transports print once.
     let mut seen: BTreeMap<(Vec<u32>, Vec<String>), u32> = BTreeMap::new();
+    let index = HopIndex::new(comm);
     for ring in &comm.rings {
-        let hops = ring_hops(comm, ring);
+        let hops = ring_hops(&index, ring);
         let order: Vec<String> = ring.order.iter().chain(ring.order.first()).map(u32::to_string).collect();
         let key = (
             ring.order.clone(),

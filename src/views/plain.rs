@@ -280,7 +280,7 @@ fn interfaces(out: &mut String, topology: &Topology) {
     out.push('\n');
 }
 
-fn pci_tree(out: &mut String, topology: &Topology, has_endpoints: bool) {
+pub(crate) fn pci_tree(out: &mut String, topology: &Topology, has_endpoints: bool) {
     let relevant = topology.relevant_devices();
     let shown: Vec<&PciDevice> =
         topology.pci_devices.iter().filter(|d| !has_endpoints || relevant.contains(&d.bus_id)).collect();

@@ -7,7 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use topo_model::SmiClass;
-use topo_model::nccl::{Communicator, Connection};
+use topo_model::nccl::{Communicator, HopIndex};
 
 use crate::app::App;
 use crate::style;
@@ -15,10 +15,6 @@ use crate::style;
 pub fn communicators(app: &App) -> Vec<&Communicator> {
     let Some(report) = &app.data.nccl else { return Vec::new() };
     report.communicators.iter().filter(|c| app.matches(&c.id)).collect()
-}
-
-fn hop(comm: &Communicator, channel: u32, from: u32, to: u32) -> Option<&Connection> {
-    comm.connections.iter().find(|c| c.channel == channel && c.from == from && c.to == Some(to) && c.conn_index == 0)
 }
 
 pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
@@ -73,12 +69,13 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
             rank.bus_id.map_or("?".into(), |b| b.to_string())
         )));
     }
+    let hops = HopIndex::new(comm);
     for ring in &comm.rings {
         let mut spans = vec![Span::styled(format!("ring {:02}: ", ring.channel), style::heading())];
         for (i, rank) in ring.order.iter().enumerate() {
             spans.push(Span::raw(rank.to_string()));
             let next = ring.order[(i + 1) % ring.order.len()];
-            let label = match hop(comm, ring.channel, *rank, next) {
+            let label = match hops.hop(ring.channel, *rank, next) {
                 Some(c) => {
                     let hardware = c.hardware.as_ref().map_or(String::new(), |h| format!(" {}", h.smi));
                     let cross = if c.cross_node == Some(true) { " ⇄node" } else { "" };

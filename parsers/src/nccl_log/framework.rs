@@ -22,7 +22,9 @@ pub enum Found<'a> {
 
 /// Words one of which every framework row's line contains: a cheap gate
 /// before the table is consulted (these lines are rare, application output is not).
-const GATE: [&str; 6] = ["NCCL", "nccl", "atchdog", "ProcessGroup", "Last error", "DistBackend"];
+/// `libfabric:` begins libfabric's own log lines, which aws-ofi-nccl users paste
+/// beside NCCL's.
+const GATE: [&str; 7] = ["NCCL", "nccl", "atchdog", "ProcessGroup", "Last error", "DistBackend", "libfabric:"];
 
 pub fn recognise(text: &str) -> Option<Found<'_>> {
     if !GATE.iter().any(|g| text.contains(g)) {

@@ -41,6 +41,12 @@ pub enum Event<'a> {
         nranks: u32,
         nnodes: u32,
     },
+    /// The communicator size without a pointer: 2.3's `rank %d nranks %d`,
+    /// 2.4's `nranks %d` (init.cc).
+    RankCount {
+        rank: Option<u32>,
+        nranks: u32,
+    },
     /// `Channel 00/02 : 0 1 2 3`: a ring's order, printed by rank 0.
     RingOrder {
         channel: u32,
@@ -152,7 +158,8 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'T' => trees(message).or_else(|| graph_tree(message)),
         b'N' => nccl_or_net(message),
         b'c' => comm_init(message).or_else(|| comm_nodes(message)),
-        b'n' => comm_init(message).or_else(|| comm_nodes(message)),
+        b'n' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| rank_count(message)),
+        b'r' => rank_count(message),
         b'[' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| watchdog(message)),
         // `Using network IB` (2.6+), `Using internal Network Socket` (2.3-2.5).
         b'U' => message
@@ -443,8 +450,12 @@ fn comm_init(message: &str) -> Option<Event<'_>> {
     // 2.3: `comm %p rank %d nranks %d - COMPLETE`; 2.4+: `... - Init COMPLETE`;
     // 2.2: `comm %p rank %d nranks %d` and nothing after.
     let complete = message.contains("Init COMPLETE") || message.trim_end().ends_with("- COMPLETE");
-    let bare_22 = message.starts_with("comm 0x") && message.split_whitespace().count() == 6;
-    if !complete && !message.contains("Init START") && !bare_22 {
+    // A line that is only `comm %p rank %d nranks %d ...` fields (2.2 printed
+    // nothing after them; excerpts cut 2.4's `cudaDev %d nvmlDev %d - Init
+    // COMPLETE` after the fields): the rank's init line all the same. Destroy
+    // and Abort COMPLETE lines are not.
+    let fields_only = message.starts_with("comm 0x") && !message.contains(" - ");
+    if !complete && !message.contains("Init START") && !fields_only {
         return None;
     }
     let at = message.find("comm 0x").or_else(|| message.find("comm (nil)"))?;
@@ -459,6 +470,16 @@ fn comm_init(message: &str) -> Option<Event<'_>> {
         comm_id: field(rest, " commId "),
         complete,
     }))
+}
+
+/// `rank 0 nranks 4` (2.3) and `nranks 4` (2.4): the whole message.
+fn rank_count(message: &str) -> Option<Event<'_>> {
+    let words: Vec<&str> = message.split_whitespace().collect();
+    match words.as_slice() {
+        ["nranks", n] => Some(Event::RankCount { rank: None, nranks: num(n)? }),
+        ["rank", r, "nranks", n] => Some(Event::RankCount { rank: Some(num(r)?), nranks: num(n)? }),
+        _ => None,
+    }
 }
 
 fn comm_nodes(message: &str) -> Option<Event<'_>> {

@@ -119,29 +119,29 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
     let generic = |class: &str| matches!(class, "unknown" | "internal-error" | "cuda-error");
     let pick = match (level, warn, own) {
         (Level::Warn, w, _) => w,
-        (_, Some(w), Some(o)) if generic(&o.row.class) => Some(w),
+        (_, Some(w), Some(o)) if generic(o.row.class) => Some(w),
         (_, _, Some(o)) => Some(o),
         (_, w, None) => w,
     };
-    let mut class = pick.map(|m| m.row.class.clone());
-    let mut also: Vec<String> = pick.map(|m| m.row.also.clone()).unwrap_or_default();
+    let mut class: Option<&str> = pick.map(|m| m.row.class);
+    let mut also: Vec<&str> = pick.map(|m| m.row.also.to_vec()).unwrap_or_default();
     if let Some(subsystem) = source.and_then(|s| CATALOGUE.source_class(s))
-        && class.as_deref().is_none_or(generic)
-        && class.as_deref() != Some(subsystem)
+        && class.is_none_or(generic)
+        && class != Some(subsystem)
     {
         also.extend(class.take());
-        class = Some(subsystem.to_string());
+        class = Some(subsystem);
     }
-    if let Some(class) = CATALOGUE.completion_status(text).and_then(|s| s.class.clone()) {
+    if let Some(class) = CATALOGUE.completion_status(text).and_then(|s| s.class) {
         also.push(class);
     }
     if let Some(address) = CATALOGUE.unreachable_address(text) {
-        also.push(address.class.clone());
+        also.push(address.class);
     }
-    also.retain(|c| Some(c) != class.as_ref());
+    also.retain(|c| Some(*c) != class);
     also.sort();
     also.dedup();
-    (class, also)
+    (class.map(str::to_string), also.into_iter().map(str::to_string).collect())
 }
 
 /// At most [`MAX_TEXT_CHARS`] characters, cut at a character boundary.

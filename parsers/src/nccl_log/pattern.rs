@@ -62,13 +62,20 @@ impl Pattern {
         self.specificity
     }
 
+    /// The literal runs, in order (what the build script writes out).
+    pub fn literals(&self) -> &[String] {
+        &self.literals
+    }
+
+    /// Whether the format begins with a literal.
+    pub fn anchored(&self) -> bool {
+        self.anchored
+    }
+
     /// The first word of the leading literal when the pattern is anchored:
     /// the key a line's first word is looked up by.
     pub fn first_word(&self) -> Option<&str> {
-        if !self.anchored {
-            return None;
-        }
-        self.literals.first()?.split_whitespace().next()
+        first_word(&self.literals, self.anchored)
     }
 
     /// Whether `message` (what follows `NCCL WARN `/`NCCL INFO `) was printed
@@ -82,29 +89,66 @@ impl Pattern {
     /// As [`Pattern::matches`], for a message whose runs of spaces are already
     /// collapsed (to test many patterns against one message).
     pub fn matches_collapsed(&self, text: &str) -> bool {
-        let mut rest = text;
-        for (i, literal) in self.literals.iter().enumerate() {
-            let literal = if i == 0 && self.anchored { literal.trim_end() } else { literal.as_str() };
-            if i == 0 && self.anchored {
-                match rest.strip_prefix(literal.trim_start()) {
-                    Some(after) => rest = after,
-                    None => return false,
-                }
-                continue;
-            }
-            // A literal at the end may be cut off with the line: its first
-            // word standing at the end is enough.
-            match rest.find(literal) {
-                Some(at) => rest = &rest[at + literal.len()..],
-                None if i + 1 == self.literals.len() && !rest.is_empty() => {
-                    let head = literal.split_whitespace().next().unwrap_or("");
-                    return !head.is_empty() && rest.trim_end().ends_with(head) && literal.trim().len() > head.len();
-                }
+        matches_literals(&self.literals, self.anchored, text)
+    }
+}
+
+/// A pattern compiled when topo was built (the message table's rows): the
+/// same literal runs as [`Pattern`], held in the binary's read-only data, so
+/// the table costs no parsing and no heap when a log is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompiledPattern {
+    pub literals: &'static [&'static str],
+    pub anchored: bool,
+    pub specificity: usize,
+}
+
+impl CompiledPattern {
+    pub fn specificity(&self) -> usize {
+        self.specificity
+    }
+
+    pub fn first_word(&self) -> Option<&'static str> {
+        first_word(self.literals, self.anchored)
+    }
+
+    pub fn matches_collapsed(&self, text: &str) -> bool {
+        matches_literals(self.literals, self.anchored, text)
+    }
+}
+
+fn first_word<S: AsRef<str>>(literals: &[S], anchored: bool) -> Option<&str> {
+    if !anchored {
+        return None;
+    }
+    literals.first()?.as_ref().split_whitespace().next()
+}
+
+/// The one matcher behind both kinds of pattern: the anchored first literal
+/// must begin the text, the others follow in order.
+fn matches_literals<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str) -> bool {
+    let mut rest = text;
+    for (i, literal) in literals.iter().enumerate() {
+        let literal = literal.as_ref();
+        if i == 0 && anchored {
+            match rest.strip_prefix(literal.trim_end().trim_start()) {
+                Some(after) => rest = after,
                 None => return false,
             }
+            continue;
         }
-        true
+        // A literal at the end may be cut off with the line: its first
+        // word standing at the end is enough.
+        match rest.find(literal) {
+            Some(at) => rest = &rest[at + literal.len()..],
+            None if i + 1 == literals.len() && !rest.is_empty() => {
+                let head = literal.split_whitespace().next().unwrap_or("");
+                return !head.is_empty() && rest.trim_end().ends_with(head) && literal.trim().len() > head.len();
+            }
+            None => return false,
+        }
     }
+    true
 }
 
 /// Runs of spaces and tabs as one space: NCCL pads some fields, people's

@@ -4,7 +4,7 @@
 //! lines: per-operation lines become counters and histograms, repeated warnings a
 //! count, and every table has a cap that a hostile input cannot push past.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use topo_model::BusId;
 use topo_model::nccl::{
@@ -158,7 +158,9 @@ pub struct LogParser {
     orphans: Option<usize>,
     /// One cap per table over the whole input.
     budget: Budget,
-    errors: BTreeMap<(String, i64), u64>,
+    /// Error-trail lines: (count, order of first appearance), so the trail
+    /// is reported from where the error began.
+    errors: BTreeMap<(String, i64), (u64, usize)>,
     /// Per collective name: its statistics, in first-seen order, with an index
     /// and the last one used (consecutive COLL lines usually name the same op).
     collectives: Vec<(String, CollectiveAccumulator)>,
@@ -371,6 +373,7 @@ impl LogParser {
                 }
             }
             None if line.level == Level::Bare && self.via_fragment(line.message) => {}
+            None if line.level == Level::Bare && self.prefixed_version(line.message) => {}
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
             None if line.level == Level::Info && !self.notice(&line) && !self.topology_line(&line) => {
                 self.tuning_table.line(line.pid, line.tid, line.message);
@@ -393,6 +396,22 @@ impl LogParser {
         if self.via.len() < MAX_DISTINCT_VIA || self.via.contains_key(via) {
             *self.via.entry(via.to_string()).or_default() += 1;
         }
+        self.nccl_lines += 1;
+        true
+    }
+
+    /// NCCL's own `NCCL version 2.21.5+cuda12.8` line (a printf, no prefix of
+    /// NCCL's) behind a logger's or console's prefix (`  | 2025-05-16T16:39:51 | `,
+    /// a timestamp, a worker name): the version ends the line.
+    fn prefixed_version(&mut self, message: &str) -> bool {
+        let Some(at) = message.rfind("NCCL version ") else { return false };
+        let version = message[at + "NCCL version ".len()..].trim();
+        let looks_like_version =
+            version.split('.').take(2).all(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit()));
+        if !looks_like_version || version.contains(char::is_whitespace) || self.versions.len() >= 64 {
+            return false;
+        }
+        self.versions.insert(version.to_string());
         self.nccl_lines += 1;
         true
     }
@@ -696,6 +715,13 @@ impl LogParser {
                 state.nranks = Some(nranks);
                 state.nnodes = Some(nnodes);
             }
+            Event::RankCount { rank, nranks } => {
+                let (comm, _) = self.current(line);
+                if let Some(rank) = rank {
+                    comm.saw_rank(rank);
+                }
+                comm.nranks.get_or_insert(nranks);
+            }
             Event::RingOrder { channel, ranks } => {
                 let (comm, budget) = self.current(line);
                 ranks.iter().for_each(|r| comm.saw_rank(*r));
@@ -761,8 +787,9 @@ impl LogParser {
             Event::Collective(collective) => self.collective(line, collective),
             Event::ErrorTrace { location, code } => {
                 let key = (location.to_string(), code);
-                if self.errors.len() < MAX_DISTINCT_ERRORS || self.errors.contains_key(&key) {
-                    *self.errors.entry(key).or_default() += 1;
+                let next = self.errors.len();
+                if next < MAX_DISTINCT_ERRORS || self.errors.contains_key(&key) {
+                    self.errors.entry(key).or_insert((0, next)).0 += 1;
                 }
             }
             Event::Tuning { collective, bytes, algorithm, protocol } => {
@@ -1111,11 +1138,11 @@ impl LogParser {
             notices,
             framework_errors,
             logged_paths,
-            error_codes: self
-                .errors
-                .into_iter()
-                .map(|((location, code), count)| ErrorTrace { location, code, count })
-                .collect(),
+            error_codes: {
+                let mut trail: Vec<((String, i64), (u64, usize))> = self.errors.into_iter().collect();
+                trail.sort_by_key(|(_, (_, first))| *first);
+                trail.into_iter().map(|((location, code), (count, _))| ErrorTrace { location, code, count }).collect()
+            },
             collectives,
             progress,
             tuning: self
@@ -1249,12 +1276,11 @@ impl CommState {
         for rank in &mut ranks {
             rank.host = rank.host.as_deref().map(rename);
         }
+        // One lookup table: a scan of every rank per connection was quadratic
+        // in the communicator's size.
+        let rank_host: HashMap<u32, &str> = ranks.iter().filter_map(|r| Some((r.rank, r.host.as_deref()?))).collect();
         let host_of = |rank: u32| -> Option<String> {
-            ranks
-                .iter()
-                .find(|r| r.rank == rank)
-                .and_then(|r| r.host.clone())
-                .or_else(|| self.rank_hosts.get(&rank).map(|h| rename(h)))
+            rank_host.get(&rank).map(|h| h.to_string()).or_else(|| self.rank_hosts.get(&rank).map(|h| rename(h)))
         };
         let listing = self.ring_orders.values().map(|o| o.len() as u32).max();
         let (nranks, nranks_source) = match (self.nranks, self.coll_nranks, listing, self.highest_rank) {
@@ -1365,12 +1391,15 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
             return None;
         }
     }
+    // `placed` answers "already in the ring?" in constant time: a linear
+    // search of the ring so far made a 250,000-rank chain take seconds.
+    let mut placed_ranks: HashSet<u32> = HashSet::from([0]);
     let mut forward = vec![0u32];
     while let Some(&n) = next.get(forward.last()?) {
         if n == 0 {
             break;
         }
-        if forward.contains(&n) {
+        if !placed_ranks.insert(n) {
             return None;
         }
         forward.push(n);
@@ -1384,7 +1413,7 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
     let mut backward = Vec::new();
     let mut at = 0u32;
     while let Some(&p) = prev.get(&at) {
-        if forward.contains(&p) || backward.contains(&p) {
+        if !placed_ranks.insert(p) {
             return None;
         }
         backward.push(p);
@@ -1397,7 +1426,7 @@ fn ring_from_edges(edges: &BTreeSet<(u32, u32)>, nranks: Option<u32>) -> Option<
     if total > placed + 1 {
         return None;
     }
-    let missing: Vec<u32> = (0..nranks?).filter(|r| !forward.contains(r) && !backward.contains(r)).collect();
+    let missing: Vec<u32> = (0..nranks?).filter(|r| !placed_ranks.contains(r)).collect();
     match missing.as_slice() {
         [] if placed == total => Some([forward, backward].concat()),
         [only] if placed + 1 == total => Some([forward, vec![*only], backward].concat()),

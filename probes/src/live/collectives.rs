@@ -164,29 +164,48 @@ pub fn run(
                     Ok(())
                 })
             };
-            for iteration in 0..plan.warmup {
-                enqueue_all(iteration)?;
-            }
+            untimed_first(&streams, plan.warmup, enqueue_all)?;
             let per_rank = time_each_stream(&streams, plan.iterations, enqueue_all)?;
             let mut wrong = 0;
             for rank in ranks {
                 wrong += check(rank, collective, shape)?;
             }
-            let seconds = per_rank.iter().copied().fold(0.0, f64::max);
-            let moved = (shape.total * FLOAT) as u64;
-            let (algbw, busbw) = collective::bandwidths(collective, moved, seconds, world);
-            rows.push(CollectiveRow {
-                bytes: moved,
-                seconds,
-                algbw: Bandwidth::from_gbps(algbw),
-                busbw: Bandwidth::from_gbps(busbw),
+            let mut row = CollectiveRow {
+                bytes: (shape.total * FLOAT) as u64,
+                seconds: 0.0,
+                slowest: 0.0,
+                algbw: Bandwidth(0.0),
+                busbw: Bandwidth(0.0),
                 wrong,
                 per_rank: ranks.iter().map(|r| r.comm.rank).zip(per_rank).collect(),
-            });
+            };
+            // This process's ranks for now; the caller settles the row again
+            // once every process's times are gathered.
+            row.settle(collective, world);
+            rows.push(row);
         }
         results.push(CollectiveResult { collective, ranks: world, rows, expectation: Expectation::default() });
     }
     Ok(results)
+}
+
+/// The warm-up, and always at least one untimed operation, then a wait for
+/// the streams: a collective completes only when every rank has joined it, so
+/// after this every process starts its timed loop together and no rank's
+/// first timed operation includes its wait for the last one to arrive (which
+/// `--warmup 0` would otherwise put in the figures).
+pub fn untimed_first(
+    streams: &[&Stream],
+    warmup: u32,
+    mut enqueue: impl FnMut(u32) -> Result<(), LiveError>,
+) -> Result<(), LiveError> {
+    for iteration in 0..warmup.max(1) {
+        enqueue(iteration)?;
+    }
+    for stream in streams {
+        stream.synchronize()?;
+    }
+    Ok(())
 }
 
 /// Every rank's `values` (the same count on every rank), gathered through one
@@ -275,10 +294,8 @@ pub fn ring_walk(
                 Ok(())
             })
         };
-        for iteration in 0..plan.warmup {
-            enqueue(iteration)?;
-        }
         let streams: Vec<&Stream> = [receiver, sender].into_iter().flatten().map(|r| &r.stream).collect();
+        untimed_first(&streams, plan.warmup, enqueue)?;
         let seconds = time_each_stream(&streams, plan.iterations, enqueue)?;
         if receiver.is_some() {
             let seconds = seconds.first().copied().unwrap_or(0.0);

@@ -8,6 +8,7 @@ use topo_model::Bandwidth;
 use topo_model::measure::{CopyKind, CopyResult, Expectation};
 
 use super::LiveError;
+use super::affinity::{self, HostHome};
 use super::cuda::{Copy, DeviceBuffer, Gpu, PinnedBuffer, Stream, time_copies};
 
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +44,17 @@ fn result(kind: CopyKind, gpu: u32, peer: Option<u32>, bytes: usize, seconds: Re
         Ok(s) => (s, Bandwidth(0.0), Some("the timed copies took no time: events did not bracket them".into())),
         Err(e) => (0.0, Bandwidth(0.0), Some(e.to_string())),
     };
-    CopyResult { kind, gpu, peer, bytes: bytes as u64, seconds, bandwidth, expectation: Expectation::default(), error }
+    CopyResult {
+        kind,
+        gpu,
+        peer,
+        bytes: bytes as u64,
+        seconds,
+        bandwidth,
+        expectation: Expectation::default(),
+        host_node: None,
+        error,
+    }
 }
 
 fn failed(kind: CopyKind, gpu: u32, peer: Option<u32>, bytes: usize, error: String) -> CopyResult {
@@ -55,15 +66,34 @@ fn failed(kind: CopyKind, gpu: u32, peer: Option<u32>, bytes: usize, error: Stri
         seconds: 0.0,
         bandwidth: Bandwidth(0.0),
         expectation: Expectation::default(),
+        host_node: None,
         error: Some(error),
     }
 }
 
-/// Host copies of one GPU: H2D, D2H, both at once, and D2D.
-fn host_copies(station: &Station, plan: &CopyPlan, progress: &mut dyn FnMut(String)) -> Vec<CopyResult> {
+/// Host copies of one GPU: H2D, D2H, both at once, and D2D. The pinned
+/// buffers are allocated with this thread bound to `home`'s CPUs, so they lie
+/// on the GPU's NUMA node and the copies do not cross the socket link.
+fn host_copies(
+    station: &Station,
+    plan: &CopyPlan,
+    home: Option<&HostHome>,
+    progress: &mut dyn FnMut(String),
+) -> Vec<CopyResult> {
     let (gpu, bytes) = (station.gpu.ordinal, plan.bytes);
     let kinds = [CopyKind::HostToDevice, CopyKind::DeviceToHost, CopyKind::Bidirectional, CopyKind::DeviceLocal];
-    let pinned = PinnedBuffer::new(station.gpu, bytes).and_then(|a| Ok((a, PinnedBuffer::new(station.gpu, bytes)?)));
+    let allocate =
+        || PinnedBuffer::new(station.gpu, bytes).and_then(|a| Ok((a, PinnedBuffer::new(station.gpu, bytes)?)));
+    let (pinned, node) = match home {
+        Some(home) => match affinity::on_cpus(&home.cpus, allocate) {
+            (pinned, true) => (pinned, Some(home.node)),
+            (pinned, false) => {
+                progress(format!("GPU {gpu}: none of its CPUs is ours; pinned memory where the kernel puts it"));
+                (pinned, None)
+            }
+        },
+        None => (allocate(), None),
+    };
     let (upload, mut download) = match pinned {
         Ok(pair) => pair,
         Err(e) => {
@@ -93,6 +123,9 @@ fn host_copies(station: &Station, plan: &CopyPlan, progress: &mut dyn FnMut(Stri
     progress(format!("GPU {gpu}: D2D"));
     let local = time_copies(vec![(Copy::DeviceToDevice { from: a, to: b }, s0)], plan.warmup, plan.iterations);
     out.push(result(CopyKind::DeviceLocal, gpu, None, bytes, local));
+    for copy in out.iter_mut().filter(|c| c.kind != CopyKind::DeviceLocal) {
+        copy.host_node = node;
+    }
     out
 }
 
@@ -154,20 +187,30 @@ fn peer_copies(stations: &[Station], plan: &CopyPlan, progress: &mut dyn FnMut(S
                 plan.iterations,
             );
             out.push(result(CopyKind::PeerBothWays, x, Some(y), bytes, both));
+            // Give the access back: past eight peers the driver refuses more.
+            if let Err(e) = a.gpu.disable_peer_access(b.gpu).and_then(|_| b.gpu.disable_peer_access(a.gpu)) {
+                progress(format!("GPU {x} <-> GPU {y}: {e}"));
+            }
         }
     }
     out
 }
 
 /// All copy measurements for `gpus`. A GPU whose buffers cannot be set up
-/// gets its failure on each of its rows; the others still run.
-pub fn measure(gpus: &[Gpu], plan: &CopyPlan, progress: &mut dyn FnMut(String)) -> Vec<CopyResult> {
+/// gets its failure on each of its rows; the others still run. `home` says
+/// where each GPU's host memory belongs (by bus ID), when the topology knows.
+pub fn measure(
+    gpus: &[Gpu],
+    plan: &CopyPlan,
+    home: &dyn Fn(&str) -> Option<HostHome>,
+    progress: &mut dyn FnMut(String),
+) -> Vec<CopyResult> {
     let mut out = Vec::new();
     let mut stations = Vec::new();
     for gpu in gpus {
         match Station::new(gpu, plan.bytes) {
             Ok(station) => {
-                out.extend(host_copies(&station, plan, progress));
+                out.extend(host_copies(&station, plan, home(&gpu.bus_id).as_ref(), progress));
                 stations.push(station);
             }
             Err(e) => {

@@ -59,8 +59,14 @@ impl Gpu {
         Ok(result::device::get_count().during("cuDeviceGetCount")?.max(0) as u32)
     }
 
-    pub fn open(ordinal: u32) -> Result<Gpu, LiveError> {
+    /// Name and bus ID (`0000:17:00.0`) of `ordinal`, without a context, so a
+    /// GPU that cannot be opened is still named.
+    pub fn describe(ordinal: u32) -> Result<(String, String), LiveError> {
         let device = result::device::get(ordinal as i32).during("cuDeviceGet")?;
+        Self::identify(device)
+    }
+
+    fn identify(device: sys::CUdevice) -> Result<(String, String), LiveError> {
         let name = result::device::get_name(device).during("cuDeviceGetName")?;
         let attribute = |attribute| {
             // SAFETY: a plain query of a valid device.
@@ -73,6 +79,15 @@ impl Gpu {
             attribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
             attribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
         );
+        Ok((name, bus_id))
+    }
+
+    /// Retains the GPU's primary context. Fails per GPU: another process
+    /// holding it in exclusive-process mode (CUDA_ERROR_DEVICE_UNAVAILABLE),
+    /// an uncorrectable ECC error (CUDA_ERROR_ECC_UNCORRECTABLE).
+    pub fn open(ordinal: u32) -> Result<Gpu, LiveError> {
+        let device = result::device::get(ordinal as i32).during("cuDeviceGet")?;
+        let (name, bus_id) = Self::identify(device)?;
         // SAFETY: the device is valid; released in Drop.
         let context = unsafe { result::primary_ctx::retain(device) }.during("cuDevicePrimaryCtxRetain")?;
         Ok(Gpu { ordinal, name, bus_id, device, context })
@@ -93,6 +108,19 @@ impl Gpu {
             .result()
             .during("cuDeviceCanAccessPeer")?;
         Ok(can != 0)
+    }
+
+    /// Turns off this context's access to `peer` again: a context may have only
+    /// eight peers on at once on boxes without NVSwitch (the ninth
+    /// `cuCtxEnablePeerAccess` answers CUDA_ERROR_TOO_MANY_PEERS), so each pair
+    /// gives its access back when measured. Not on is fine.
+    pub fn disable_peer_access(&self, peer: &Gpu) -> Result<(), LiveError> {
+        self.bind()?;
+        // SAFETY: both contexts are retained.
+        match unsafe { sys::cuCtxDisablePeerAccess(peer.context) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED => Ok(()),
+            other => Err(driver_error("cuCtxDisablePeerAccess", result::DriverError(other))),
+        }
     }
 
     /// Turns on this context's access to `peer` (process-local; nothing on the
@@ -142,14 +170,21 @@ impl Stream {
         self.raw
     }
 
+    /// Makes the stream's context current: every call that enqueues on the
+    /// stream does this first, since the driver takes the current context,
+    /// not the stream's, for most of them (and fails on a mismatch).
+    pub fn bind(&self) -> Result<(), LiveError> {
+        // SAFETY: the context is retained by the Gpu that outlives its streams.
+        unsafe { result::ctx::set_current(self.context) }.during("cuCtxSetCurrent")
+    }
+
     pub fn synchronize(&self) -> Result<(), LiveError> {
         // SAFETY: the stream lives while self does.
         unsafe { result::stream::synchronize(self.raw) }.during("cuStreamSynchronize")
     }
 
     fn event(&self) -> Result<Event, LiveError> {
-        // SAFETY: the context is retained by the Gpu that outlives its streams.
-        unsafe { result::ctx::set_current(self.context) }.during("cuCtxSetCurrent")?;
+        self.bind()?;
         let raw = result::event::create(sys::CUevent_flags::CU_EVENT_DEFAULT).during("cuEventCreate")?;
         Ok(Event { raw })
     }
@@ -162,6 +197,7 @@ impl Stream {
     }
 
     fn wait(&self, event: &Event) -> Result<(), LiveError> {
+        self.bind()?;
         // SAFETY: both live.
         unsafe { result::stream::wait_event(self.raw, event.raw, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
             .during("cuStreamWaitEvent")
@@ -204,6 +240,7 @@ impl DeviceBuffer {
     /// Sets every byte to `byte` (0xff makes every `f32` a NaN, which equals
     /// nothing, so an element a collective failed to write is counted wrong).
     pub fn fill(&self, byte: u8, stream: &Stream) -> Result<(), LiveError> {
+        stream.bind()?;
         // SAFETY: the whole allocation, on a stream of its GPU.
         unsafe { result::memset_d8_async(self.ptr, byte, self.bytes, stream.raw) }.during("cuMemsetD8Async")?;
         stream.synchronize()
@@ -219,6 +256,7 @@ impl DeviceBuffer {
                 self.bytes
             )));
         }
+        stream.bind()?;
         // SAFETY: the range is inside the allocation (checked above); synchronised before `host` can go.
         unsafe { result::memcpy_htod_async(self.ptr + offset as u64, host, stream.raw) }.during("cuMemcpyHtoDAsync")?;
         stream.synchronize()
@@ -233,6 +271,7 @@ impl DeviceBuffer {
                 self.bytes
             )));
         }
+        stream.bind()?;
         // SAFETY: as in write; every bit pattern is a valid f32.
         unsafe { result::memcpy_dtoh_async(host, self.ptr + offset as u64, stream.raw) }.during("cuMemcpyDtoHAsync")?;
         stream.synchronize()
@@ -302,6 +341,7 @@ impl Copy<'_> {
     }
 
     fn enqueue(&mut self, stream: &Stream) -> Result<(), LiveError> {
+        stream.bind()?;
         let bytes = self.bytes();
         // SAFETY: every buffer is alive for the loop (borrowed by self) and
         // the ranges are within both buffers (`bytes` is the smaller size).
@@ -345,8 +385,63 @@ pub fn time_copies(mut copies: Vec<(Copy<'_>, &Stream)>, warmup: u32, iterations
     Ok(seconds)
 }
 
+/// Streams held until every copy of a measurement is queued, as nvbandwidth
+/// holds them with its blocking kernel (`spinKernel` on a host latch,
+/// kernels.cuh): each waits (`cuStreamWaitValue32`, GEQ 1) on a word of
+/// pinned, device-mapped host memory that the host sets once all is queued.
+/// Without it a stream fed one small copy at a time idles between launches
+/// and the figure is the launch rate. Dropping the hold always releases and
+/// then waits for the streams, so no stream is left waiting on freed memory.
+/// Only pinned or device memory may be copied behind a hold: a copy from
+/// pageable memory returns only once the stream has taken it, and the held
+/// stream would wait for a host that waits for it.
+struct Hold<'s> {
+    word: *mut u32,
+    streams: Vec<&'s Stream>,
+}
+
+impl<'s> Hold<'s> {
+    /// `None` when this driver or device cannot hold a stream this way (no
+    /// stream memory operations): the copies are then timed unheld.
+    fn new(streams: &[&'s Stream]) -> Option<Hold<'s>> {
+        let first = streams.first()?;
+        first.bind().ok()?;
+        let flags = sys::CU_MEMHOSTALLOC_PORTABLE | sys::CU_MEMHOSTALLOC_DEVICEMAP;
+        // SAFETY: a 4-byte allocation, freed in Drop.
+        let word = unsafe { result::malloc_host(std::mem::size_of::<u32>(), flags) }.ok()?.cast::<u32>();
+        // SAFETY: just allocated, 4 bytes.
+        unsafe { std::ptr::write_volatile(word, 0) };
+        let mut hold = Hold { word, streams: Vec::new() };
+        let mut device: sys::CUdeviceptr = 0;
+        // SAFETY: `word` is a device-mapped pinned allocation; writes one pointer.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, word.cast(), 0) }.result().ok()?;
+        for stream in streams {
+            stream.bind().ok()?;
+            let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+            // SAFETY: the stream lives; `device` maps `word`, alive until Drop, which releases first.
+            unsafe { sys::cuStreamWaitValue32_v2(stream.raw, device, 1, geq) }.result().ok()?;
+            hold.streams.push(stream);
+        }
+        Some(hold)
+    }
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the word lives until the free below; the device reads it.
+        unsafe { std::ptr::write_volatile(self.word, 1) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        for stream in &self.streams {
+            let _ = stream.synchronize();
+        }
+        // SAFETY: allocated in new; no stream waits on it any more.
+        let _ = unsafe { result::free_host(self.word.cast()) };
+    }
+}
+
 /// Seconds per iteration of what `enqueue` puts on `streams`: start and end
-/// events on the first stream, which the others wait on and join back into.
+/// events on the first stream, which the others wait on and join back into;
+/// every stream held until all is queued.
 pub fn time_streams(
     streams: &[&Stream],
     iterations: u32,
@@ -356,6 +451,7 @@ pub fn time_streams(
     for stream in streams {
         stream.synchronize()?;
     }
+    let hold = Hold::new(streams);
     let start = first.record()?;
     for other in &streams[1..] {
         other.wait(&start)?;
@@ -370,6 +466,7 @@ pub fn time_streams(
         joins.push(done);
     }
     let end = first.record()?;
+    drop(hold);
     // SAFETY: both events live; recorded above.
     let milliseconds = unsafe {
         result::event::synchronize(end.raw).during("cuEventSynchronize")?;

@@ -3,6 +3,7 @@
 //! Only raw figures come out of here; what they should have been is decided
 //! by the caller from the topology.
 
+pub mod affinity;
 pub mod collectives;
 pub mod copies;
 pub mod cuda;

@@ -106,10 +106,8 @@ impl<'a> Node<'a> {
                 rank.comm.enqueue(Op::Recv { recv: rank.recv_ptr(), count, peer: partner }, &rank.stream)
             })
         };
-        for iteration in 0..plan.warmup {
-            enqueue(iteration)?;
-        }
         let streams: [&Stream; 1] = [&rank.stream];
+        collectives::untimed_first(&streams, plan.warmup, enqueue)?;
         let seconds = time_each_stream(&streams, plan.iterations, enqueue)?.first().copied().unwrap_or(0.0);
         Ok(if seconds > 0.0 { Bandwidth((count * 4) as f64 / seconds) } else { Bandwidth(0.0) })
     }
