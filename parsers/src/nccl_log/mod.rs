@@ -4,6 +4,7 @@
 mod bytes;
 pub mod catalogue;
 mod coll_line;
+mod communicator;
 mod framework;
 mod input;
 mod limits;
@@ -16,5 +17,6 @@ mod report;
 mod topology_lines;
 mod tuning_table;
 
+pub use communicator::transport_kind;
 pub use input::{LogError, feed, read_lines, read_stream};
-pub use report::{LogParser, transport_kind};
+pub use report::LogParser;

@@ -1,0 +1,180 @@
+//! The end of reading: the tables of a whole log become the report
+//! (communicators merged and named, hosts folded, trails in order).
+
+use super::*;
+
+impl LogParser {
+    /// The report of everything read so far.
+    pub fn finish(self) -> NcclReport {
+        let host_lines: HashMap<String, u64> = self
+            .hosts
+            .iter()
+            .filter(|(h, s)| !h.is_empty() && s.lines > 0)
+            .map(|(h, s)| (h.clone(), s.lines))
+            .collect();
+        let op_names: Vec<String> = self.collectives.iter().map(|(name, _)| name.clone()).collect();
+        let (tuning_table, tuning_ranges) = self.tuning_table.finish();
+        let mut collectives_sorted = self.collectives;
+        collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let hosts = canonical_hosts(&host_lines);
+        let rename = |h: &str| hosts.get(h).cloned().unwrap_or_else(|| h.to_string());
+        let host_list: Vec<String> = hosts.values().cloned().collect::<BTreeSet<_>>().into_iter().collect();
+        let processes: BTreeSet<(String, Option<u64>)> = self
+            .hosts
+            .iter()
+            .filter(|(h, _)| !h.is_empty())
+            .flat_map(|(h, s)| s.pids.iter().map(move |p| (rename(h), *p)))
+            .collect();
+
+        let comms = merge_orphans(self.comms, self.orphans);
+        let communicators = comms.into_iter().map(|c| c.into_report(&rename)).collect();
+        let env_overrides = self
+            .env
+            .into_iter()
+            .map(|((name, value), hosts)| EnvOverride {
+                name,
+                value,
+                hosts: hosts.iter().map(|h| rename(h)).collect::<BTreeSet<_>>().into_iter().collect(),
+            })
+            .collect();
+        let mut not_kept = self.budget.not_kept();
+        for (name, table) in [
+            ("distinct warnings", &self.warnings),
+            ("distinct notices", &self.notices),
+            ("distinct framework errors", &self.framework_errors),
+        ] {
+            if table.dropped > 0 {
+                not_kept.insert(name.to_string(), table.dropped);
+            }
+        }
+        let warning_count = self.warnings.count;
+        let warnings = self.warnings.finish(MessageLevel::Warn, &rename);
+        let notices = self.notices.finish(MessageLevel::Info, &rename);
+        let framework_errors = self.framework_errors.finish(MessageLevel::Framework, &rename);
+        let mut logged_paths = self.logged_paths;
+        for path in &mut logged_paths {
+            path.host = path.host.as_deref().map(rename);
+        }
+        let collectives = collectives_sorted
+            .into_iter()
+            .map(|(op, (calls, histogram, total_bytes))| {
+                let size_histogram = histogram
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(bucket, n)| (if bucket == 0 { 0 } else { 1u64 << (bucket - 1).min(63) }, *n))
+                    .collect();
+                (op, CollectiveStats { calls, size_histogram, total_bytes })
+            })
+            .collect();
+        let mut progress: Vec<RankProgress> = Vec::new();
+        for (host, state) in self.hosts {
+            for (comm, pid, p) in state.progress {
+                progress.push(RankProgress {
+                    host: (!host.is_empty()).then(|| rename(&host)),
+                    pid,
+                    comm,
+                    rank: p.rank,
+                    last_op: p.last_op.and_then(|i| op_names.get(i)).cloned().unwrap_or_default(),
+                    last_op_count: p.last_op_count,
+                    calls: p.calls,
+                    nranks: p.nranks,
+                    recent: (0..RECENT_CALLS.min(p.calls as usize))
+                        .rev()
+                        .filter_map(|back| {
+                            let at = (p.calls as usize - 1 - back) % RECENT_CALLS;
+                            let (op_count, op, count, datatype) = *p.recent.get(at)?;
+                            Some(CollectiveCall { op_count, op: op_names.get(op)?.clone(), count, datatype })
+                        })
+                        .collect(),
+                });
+            }
+        }
+        progress.sort_by(|a, b| (&a.host, a.pid, &a.comm).cmp(&(&b.host, b.pid, &b.comm)));
+        let mut report = NcclReport {
+            schema_version: NCCL_REPORT_SCHEMA_VERSION,
+            graph_dumps: Vec::new(),
+            inputs: Vec::new(),
+            nccl_versions: self.versions.into_iter().collect(),
+            hosts: host_list,
+            processes: processes.len() as u64,
+            nodes: None,
+            communicators,
+            network: Network {
+                // Merged under each host's canonical name, as everywhere else.
+                devices_by_host: {
+                    let mut merged: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                    for (host, devices) in &self.network.devices_by_host {
+                        let listed = merged.entry(rename(host)).or_default();
+                        devices.iter().for_each(|d| push_unique(listed, d));
+                    }
+                    merged
+                },
+                // Without a `Using network` line, the NET transports of the
+                // connection lines name it (`NET/Socket/0` -> `Socket`).
+                used: if self.network.used.is_empty() {
+                    let mut used: Vec<String> = Vec::new();
+                    for via in self.via.keys() {
+                        if let Some(name) = via.strip_prefix("NET/").and_then(|v| v.split('/').next())
+                            && !name.is_empty()
+                            && !used.iter().any(|u| u == name)
+                        {
+                            used.push(name.to_string());
+                        }
+                    }
+                    used
+                } else {
+                    self.network.used.clone()
+                },
+                // The transport's devices; the socket transport's interfaces
+                // only when nothing else was listed (they are listed always).
+                devices: if self.network.devices.is_empty() {
+                    self.network.socket_interfaces.clone()
+                } else {
+                    self.network.devices.clone()
+                },
+                ..self.network
+            },
+            env_overrides,
+            warnings,
+            warning_count,
+            notices,
+            framework_errors,
+            logged_paths,
+            error_codes: {
+                let mut trail: Vec<((String, i64), (u64, usize))> = self.errors.into_iter().collect();
+                trail.sort_by_key(|(_, (_, first))| *first);
+                trail.into_iter().map(|((location, code), (count, _))| ErrorTrace { location, code, count }).collect()
+            },
+            collectives,
+            progress,
+            tuning: self
+                .tuning
+                .into_iter()
+                .map(|((collective, algorithm, protocol, bytes), count)| TuningChoice {
+                    collective,
+                    algorithm,
+                    protocol,
+                    bytes,
+                    count,
+                })
+                .collect(),
+            init_complete: self.init_complete,
+            via: self.via,
+            first_lines: self.first_lines,
+            timeouts: self.timeouts,
+            nccl_tests: self.nccl_tests.finish(),
+            tuning_table,
+            tuning_ranges,
+            lines: self.lines,
+            nccl_lines: self.nccl_lines,
+            unparsed_lines: self.unparsed_lines,
+            not_kept,
+        };
+        report.annotate_from_logged_paths();
+        let printed = report.communicators.iter().filter_map(|c| c.nnodes).max();
+        let named = u32::try_from(report.hosts.len()).ok().filter(|n| *n > 0);
+        report.nodes = printed.max(named);
+        report
+    }
+}

@@ -1,0 +1,686 @@
+//! Accumulates what every line says into one [`NcclReport`].
+//!
+//! Memory grows with ranks, channels and distinct facts, never with the number of
+//! lines: per-operation lines become counters and histograms, repeated warnings a
+//! count, and every table has a cap that a hostile input cannot push past.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use topo_model::BusId;
+use topo_model::nccl::{
+    CollectiveCall, CollectiveStats, CollectiveTimeout, Direction, EnvOverride, ErrorTrace, LineRef, LoggedPath,
+    NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, TuningChoice,
+};
+
+mod events;
+mod finish;
+
+use super::bytes::short_eq;
+use super::catalogue::{CATALOGUE, Level as MessageLevel};
+use super::communicator::{CommState, merge_orphans};
+use super::framework;
+use super::limits::{Budget, Table};
+use super::message::{self, Collective, CommInit, ConnectionLine, Event};
+use super::messages::{MessageTable, Origin};
+use super::prefix::{self, Level, LogLine};
+use super::prefix_cache::{Known, PrefixCache};
+
+/// FNV-1a: the keys here are short (hostnames, pointers, small tuples) and
+/// hashed several times per line; SipHash's flood resistance buys nothing when
+/// every table is capped anyway.
+#[derive(Default, Clone, Copy)]
+struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for byte in bytes {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = hash;
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
+
+/// Calls, size histogram (by power-of-two bucket) and total bytes of one collective.
+type CollectiveAccumulator = (u64, [u64; 65], u64);
+
+/// Caps on distinct entries; past them, facts are counted but not kept.
+const MAX_COMMUNICATORS: usize = 4096;
+/// Paths of NCCL's topology dump kept (per host, GPU to GPU and to NICs).
+const MAX_LOGGED_PATHS: usize = 1 << 14;
+const MAX_DISTINCT_ERRORS: usize = 1024;
+const MAX_DISTINCT_VIA: usize = 4096;
+const MAX_SMALL_TABLE: usize = 4096;
+const MAX_FIRST_LINES: usize = 4096;
+const MAX_TIMEOUTS: usize = 1024;
+/// (process, communicator) pairs per host whose COLL lines skip every lookup.
+const MAX_RECENT_COMMS: usize = 64;
+/// Evidence lines are cut to this many characters.
+const MAX_EVIDENCE_CHARS: usize = 300;
+
+/// What is known about the processes of one host.
+#[derive(Default)]
+struct HostState {
+    lines: u64,
+    pids: BTreeSet<Option<u64>>,
+    current_by_thread: FastMap<(Option<u64>, Option<u64>), usize>,
+    current_by_pid: FastMap<Option<u64>, usize>,
+    /// Communicator pointer (as that process printed it) -> (pid, communicator).
+    comm_by_pointer: FastMap<String, Vec<(Option<u64>, usize)>>,
+    /// Communicator pointer -> (pid, index into `progress`).
+    progress_index: FastMap<String, Vec<(Option<u64>, usize)>>,
+    /// (communicator pointer, pid, progress), in first-seen order.
+    progress: Vec<(String, Option<u64>, Progress)>,
+    /// Per (process, communicator pointer) seen lately in COLL lines: the
+    /// communicator and progress slot, so those lines skip every lookup.
+    last_collective: Vec<(Option<u64>, String, Option<usize>, usize)>,
+}
+
+impl HostState {
+    fn comm_for_pointer(&self, pointer: &str, pid: Option<u64>) -> Option<usize> {
+        self.comm_by_pointer.get(pointer)?.iter().find(|(p, _)| *p == pid).map(|(_, i)| *i)
+    }
+}
+
+#[derive(Default)]
+struct Progress {
+    rank: Option<u32>,
+    /// Index into `LogParser::collectives` of the last operation.
+    last_op: Option<usize>,
+    last_op_count: u64,
+    calls: u64,
+    nranks: Option<u32>,
+    /// The last [`RECENT_CALLS`] calls: (opCount, op index, count, datatype),
+    /// a ring written at `calls % RECENT_CALLS`.
+    recent: [(u64, usize, u64, u32); RECENT_CALLS],
+}
+
+/// Collectives remembered per (process, communicator), to compare ranks.
+const RECENT_CALLS: usize = 4;
+
+/// Reads lines one at a time; [`LogParser::finish`] gives the report.
+#[derive(Default)]
+pub struct LogParser {
+    lines: u64,
+    nccl_lines: u64,
+    unparsed_lines: u64,
+    versions: BTreeSet<String>,
+    /// Per host (the empty name for lines without one): everything keyed by
+    /// process, so a line costs one lookup by `&str` and no allocation.
+    hosts: Vec<(String, HostState)>,
+    host_index: FastMap<String, usize>,
+    /// The host of the line being read: looked up once per line.
+    line_host: usize,
+    comms: Vec<CommState>,
+    comm_by_id: HashMap<String, usize>,
+    network: Network,
+    env: BTreeMap<(String, String), BTreeSet<String>>,
+    warnings: MessageTable,
+    notices: MessageTable,
+    framework_errors: MessageTable,
+    /// A framework printed `Last error:`; the next line is NCCL's last WARN text.
+    last_error_pending: bool,
+    /// What stood before `Last error:` on its line (a logger's prefix).
+    last_error_prefix: String,
+    logged_paths: Vec<LoggedPath>,
+    /// (host, from, to) of the paths kept, to keep each once.
+    logged_path_keys: std::collections::HashSet<(Option<String>, String, String)>,
+    /// The communicator of lines whose process printed no init line.
+    orphans: Option<usize>,
+    /// One cap per table over the whole input.
+    budget: Budget,
+    /// Error-trail lines: (count, order of first appearance), so the trail
+    /// is reported from where the error began.
+    errors: BTreeMap<(String, i64), (u64, usize)>,
+    /// Per collective name: its statistics, in first-seen order, with an index
+    /// and the last one used (consecutive COLL lines usually name the same op).
+    collectives: Vec<(String, CollectiveAccumulator)>,
+    collective_index: FastMap<String, usize>,
+    last_collective_op: usize,
+
+    tuning: BTreeMap<(String, String, String, Option<u64>), u64>,
+    via: BTreeMap<String, u64>,
+    first_lines: BTreeMap<String, LineRef>,
+    timeouts: Vec<CollectiveTimeout>,
+    prefixes: PrefixCache,
+    /// Prefixes remembered from lines with a launcher's tag
+    /// ([`LogParser::tagged_prefixes_pay`]).
+    tagged_prefixes: u64,
+    /// The 1-based number of the line being read, for `first_lines`.
+    line_number: u64,
+    init_complete: u64,
+    input_name: String,
+    nccl_tests: crate::nccl_tests::NcclTestsParser,
+    tuning_table: super::tuning_table::TuningTable,
+}
+
+impl LogParser {
+    pub fn new() -> LogParser {
+        LogParser::default()
+    }
+
+    /// Lines read so far, over all inputs.
+    pub fn lines_read(&self) -> u64 {
+        self.lines
+    }
+
+    /// Lines read so far that were NCCL output, over all inputs.
+    pub fn nccl_lines_read(&self) -> u64 {
+        self.nccl_lines
+    }
+
+    /// Names the input the following lines come from (for warnings' locations).
+    pub fn start_input(&mut self, name: &str) {
+        self.input_name = name.to_string();
+    }
+
+    /// Reads the line at the front of `text` (a read buffer, lines and all)
+    /// if it is a COLL line of a thread already seen whose tail repeats one of
+    /// that thread's: most of a long log. Returns the line's length without its
+    /// `\n`, or `None`: nothing was read, hand the line to [`LogParser::line`].
+    /// What it reads is what `line` would.
+    pub fn known_coll_line(&mut self, text: &str, number: u64) -> Option<usize> {
+        let known = self.prefixes.get_mut(text.as_bytes())?;
+        let prefix_len = known.prefix.len();
+        let message = text.get(prefix_len..)?;
+        if !message.as_bytes().first().is_some_and(u8::is_ascii_uppercase) {
+            return None;
+        }
+        let (op, len) = message::collective_in(message, &known.memo)?;
+        if prefix_len + len > super::input::MAX_LINE_BYTES {
+            // The line reader cuts such a line; let it.
+            return None;
+        }
+        let (host, pid, tid, cuda_dev, host_slot) = (known.host, known.pid, known.tid, known.cuda_dev, known.host_slot);
+        let host = host.and_then(|(from, to)| text.get(from..to));
+        self.lines += 1;
+        self.line_number = number;
+        // Counting a COLL line reads the prefix's fields, never the message.
+        let line =
+            LogLine { level: Level::Info, host, pid, tid, cuda_dev, source: None, message: "", interrupted: false };
+        self.count_known_collective(&line, host_slot, op);
+        Some(prefix_len + len)
+    }
+
+    /// A COLL line of a thread whose prefix is remembered: the pid was noted
+    /// when the prefix was first seen.
+    fn count_known_collective(&mut self, line: &LogLine, host_slot: usize, op: message::Collective) {
+        self.nccl_lines += 1;
+        self.line_host = host_slot;
+        self.line_state().lines += 1;
+        self.collective(line, op);
+    }
+
+    /// Reads one line (without its line ending); `number` is its 1-based line
+    /// number in the current input.
+    pub fn line(&mut self, text: &str, number: u64) {
+        self.lines += 1;
+        self.line_number = number;
+        // Most of a long log is COLL lines in NCCL's plain prefix: read those
+        // without the general splitter's full-line scan. (A line with another
+        // process's prefix glued in fails the COLL shape and takes the general path.)
+        if let Some(known) = self.prefixes.get_mut(text.as_bytes()) {
+            let (prefix_len, host, pid, tid, cuda_dev, host_slot) =
+                (known.prefix.len(), known.host, known.pid, known.tid, known.cuda_dev, known.host_slot);
+            let message = &text[prefix_len..];
+            if message.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+                && let Some(op) = message::collective_after(message, &mut known.memo)
+            {
+                let host = host.and_then(|(from, to)| text.get(from..to));
+                let line =
+                    LogLine { level: Level::Info, host, pid, tid, cuda_dev, source: None, message, interrupted: false };
+                self.count_known_collective(&line, host_slot, op);
+                return;
+            }
+        }
+        if let Some(line) = prefix::split_plain_info(text)
+            && line.message.as_bytes().first().is_some_and(u8::is_ascii_uppercase)
+            && let Some(op) = message::collective(line.message)
+        {
+            self.nccl_lines += 1;
+            self.line_host = self.host_slot(line.host);
+            let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
+            state.lines += 1;
+            if !state.pids.contains(&line.pid) && budget.take(Table::Processes, 1) {
+                state.pids.insert(line.pid);
+            }
+            self.remember_prefix(text, &line);
+            self.collective(&line, op);
+            return;
+        }
+        let line = prefix::split(text);
+        if line.interrupted && self.read_glued(text) {
+            return;
+        }
+        self.read_split(text, line);
+    }
+
+    /// Two writes on one line (another process's prefix in the middle, with or
+    /// without a newline lost): each part is read as a line of its own. The cut
+    /// goes before the glued prefix's host name where that name is known from
+    /// other lines (`...via P2P/IPChostB:1:3 [1] NCCL INFO ...`).
+    fn read_glued(&mut self, text: &str) -> bool {
+        let starts = prefix::glued_starts(text);
+        if starts.is_empty() {
+            return false;
+        }
+        let mut cuts = vec![0];
+        for (offset, host_part) in starts {
+            // Bounded: with very many hosts the token start is cut point enough.
+            let known = (self.host_index.len() <= 4096)
+                .then(|| self.host_index.keys())
+                .into_iter()
+                .flatten()
+                .filter(|h| !h.is_empty() && host_part.ends_with(h.as_str()))
+                .map(String::len)
+                .max();
+            let cut = offset + known.map_or(0, |len| host_part.len() - len);
+            if cut > *cuts.last().unwrap_or(&0) && text.is_char_boundary(cut) {
+                cuts.push(cut);
+            }
+        }
+        cuts.push(text.len());
+        for pair in cuts.windows(2) {
+            if let [from, to] = pair
+                && let Some(part) = text.get(*from..*to)
+            {
+                let line = prefix::split(part);
+                self.read_split(part, line);
+            }
+        }
+        true
+    }
+
+    /// Everything but COLL lines in the plain prefix: the general reader.
+    fn read_split(&mut self, text: &str, line: LogLine) {
+        let number = self.line_number;
+        self.line_host = self.host_slot(line.host);
+        if line.level != Level::Bare {
+            self.nccl_lines += 1;
+            if line.host.is_some() {
+                let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
+                state.lines += 1;
+                if !state.pids.contains(&line.pid) && budget.take(Table::Processes, 1) {
+                    state.pids.insert(line.pid);
+                }
+            }
+        }
+        if line.interrupted
+            && let Some(cut) = prefix::interrupted_part(text)
+            && let Some(host) = prefix::split(cut).host
+        {
+            // The process whose line was cut off printed too.
+            let pid = prefix::split(cut).pid;
+            let slot = self.host_slot(Some(host));
+            if !self.hosts[slot].1.pids.contains(&pid) && self.budget.take(Table::Processes, 1) {
+                self.hosts[slot].1.pids.insert(pid);
+            }
+        }
+        if matches!(line.level, Level::Warn | Level::Abort) {
+            self.warning(&line, number);
+            return;
+        }
+        if line.level == Level::Bare && self.framework_line(&line, text) {
+            return;
+        }
+        match message::parse(line.message) {
+            Some(event) => {
+                if line.level == Level::Bare {
+                    self.nccl_lines += 1;
+                }
+                let coll_line = matches!(event, Event::Collective(_));
+                self.event(&line, event);
+                // A launcher's tag (`srun -l`, `--tag-output`, Ray) before NCCL's
+                // prefix: the next COLL lines of this thread take the fast path too.
+                if coll_line
+                    && line.level == Level::Info
+                    && line.host.is_some()
+                    && line.source.is_none()
+                    && !line.interrupted
+                    && ends_text(line.message, text)
+                    && self.tagged_prefixes_pay()
+                {
+                    self.remember_prefix(text, &line);
+                }
+            }
+            None if line.level == Level::Bare && self.via_fragment(line.message) => {}
+            None if line.level == Level::Bare && self.prefixed_version(line.message) => {}
+            None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
+            None if line.level == Level::Info && !self.notice(&line) && !self.topology_line(&line) => {
+                self.tuning_table.line(line.pid, line.tid, line.message);
+            }
+            None => {}
+        }
+    }
+
+    /// The second half of a connection line another process's output cut in
+    /// two (`4] -> 5[5] via P2P/IPC`): the channel is lost with the first half,
+    /// but the line's transport still counts.
+    fn via_fragment(&mut self, text: &str) -> bool {
+        let Some((edge, via)) = text.split_once(" via ") else { return false };
+        let Some((_, to)) = edge.rsplit_once("->") else { return false };
+        let to = to.trim();
+        if via.is_empty() || !to.starts_with(|c: char| c.is_ascii_digit()) || to.contains(' ') {
+            return false;
+        }
+        let via = via.trim();
+        if self.via.len() < MAX_DISTINCT_VIA || self.via.contains_key(via) {
+            *self.via.entry(via.to_string()).or_default() += 1;
+        }
+        self.nccl_lines += 1;
+        true
+    }
+
+    /// NCCL's own `NCCL version 2.21.5+cuda12.8` line (a printf, no prefix of
+    /// NCCL's) behind a logger's or console's prefix (`  | 2025-05-16T16:39:51 | `,
+    /// a timestamp, a worker name): the version ends the line.
+    fn prefixed_version(&mut self, message: &str) -> bool {
+        let Some(at) = message.rfind("NCCL version ") else { return false };
+        let version = message[at + "NCCL version ".len()..].trim();
+        let looks_like_version =
+            version.split('.').take(2).all(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit()));
+        if !looks_like_version || version.contains(char::is_whitespace) || self.versions.len() >= 64 {
+            return false;
+        }
+        self.versions.insert(version.to_string());
+        self.nccl_lines += 1;
+        true
+    }
+
+    /// A framework's error line carrying NCCL's words, or the `Last error:`
+    /// text after one (PyTorch prints NCCL's last WARN there). Counts as NCCL
+    /// output: a log of nothing but these is still an NCCL failure.
+    fn framework_line(&mut self, line: &LogLine, raw: &str) -> bool {
+        let text = line.message;
+        // The rank is in the launcher's tag, which the splitter removed.
+        let rank = framework::rank_in(raw);
+        if std::mem::take(&mut self.last_error_pending) && !text.trim().is_empty() {
+            self.nccl_lines += 1;
+            // The logger's prefix of the `Last error:` line repeats on this one.
+            let prefix = std::mem::take(&mut self.last_error_prefix);
+            let detail = text.trim().strip_prefix(prefix.as_str()).unwrap_or(text.trim()).trim();
+            self.add_framework_error(framework::without_rank_tag(detail), Some("Last error"), rank);
+            return true;
+        }
+        let Some(found) = framework::recognise(text) else {
+            return self.bare_warn_text(text, rank);
+        };
+        self.nccl_lines += 1;
+        if let Some(version) = framework::version_in(text)
+            && self.versions.len() < 64
+        {
+            self.versions.insert(version.to_string());
+        }
+        match found {
+            framework::Found::LastErrorNext => {
+                self.last_error_pending = true;
+                let before = text.trim().find("Last error:").map_or("", |at| text.trim()[..at].trim_end());
+                self.last_error_prefix = before.chars().take(256).collect();
+            }
+            framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
+            framework::Found::Error => self.add_framework_error(text.trim(), None, rank),
+            // Watchdog lines are read as timeouts below, with their sequence
+            // numbers and limits: the timeout rule cites them.
+            framework::Found::Watchdog => return false,
+        }
+        true
+    }
+
+    /// NCCL's WARN text printed without NCCL's prefix (a framework re-printing
+    /// `ncclGetLastError()`, a launcher that kept only the message): a line
+    /// that one of the table's WARN rows printed, long enough to be no accident.
+    fn bare_warn_text(&mut self, text: &str, rank: Option<u32>) -> bool {
+        let message = framework::without_rank_tag(text.trim());
+        if CATALOGUE.bare_warn(message).is_none() {
+            return false;
+        }
+        self.nccl_lines += 1;
+        self.add_framework_error(message, Some("NCCL text without its prefix"), rank);
+        true
+    }
+
+    fn add_framework_error(&mut self, text: &str, source: Option<&str>, rank: Option<u32>) {
+        let origin = Origin {
+            host: None,
+            rank: rank.or_else(|| framework::rank_in(text)),
+            cuda_dev: None,
+            file: &self.input_name,
+            line: self.line_number,
+            source,
+        };
+        self.framework_errors.add(framework::without_rank_tag(text), origin);
+    }
+
+    /// An INFO line NCCL's message table lists (a degraded choice).
+    fn notice(&mut self, line: &LogLine) -> bool {
+        if CATALOGUE.info_row(line.message).is_none() {
+            return false;
+        }
+        let rank = self.rank_of(line);
+        let origin = line_origin(line, rank, &self.input_name, self.line_number, None);
+        self.notices.add(line.message, origin);
+        true
+    }
+
+    /// A path line of NCCL's topology dump (`GPU/0-4e000 :GPU/0-4f000
+    /// (1/240.0/NVL) NET/0-0 (3/24.0/PHB) ...`): GPU-to-GPU and GPU-to-NIC paths.
+    fn topology_line(&mut self, line: &LogLine) -> bool {
+        let Some((from, paths)) = super::topology_lines::paths(line.message) else { return false };
+        for path in paths {
+            if self.logged_paths.len() >= MAX_LOGGED_PATHS {
+                break;
+            }
+            let logged = LoggedPath { host: line.host.map(str::to_string), from: from.to_string(), ..path };
+            if self.logged_path_keys.insert((logged.host.clone(), logged.from.clone(), logged.to.clone())) {
+                self.logged_paths.push(logged);
+            }
+        }
+        true
+    }
+
+    /// Whether prefixes with a launcher's tag are still worth remembering: not
+    /// when they keep changing (a timestamp in front), which would evict the
+    /// others and allocate on every line. Judged once 256 were remembered, by
+    /// the NCCL lines read per prefix; once judged not to pay, never again, and
+    /// the cache they churned is emptied (the plain prefixes come back on their
+    /// next lines).
+    fn tagged_prefixes_pay(&mut self) -> bool {
+        const GAVE_UP: u64 = u64::MAX;
+        if self.tagged_prefixes == GAVE_UP {
+            return false;
+        }
+        if self.tagged_prefixes >= 256 && self.nccl_lines < self.tagged_prefixes.saturating_mul(16) {
+            self.tagged_prefixes = GAVE_UP;
+            self.prefixes = PrefixCache::default();
+            return false;
+        }
+        self.tagged_prefixes += 1;
+        true
+    }
+
+    /// Remembers the prefix of a COLL line (everything before its message,
+    /// which must end the text) with what it said; the line's host is the
+    /// current one.
+    fn remember_prefix(&mut self, text: &str, line: &LogLine) {
+        if line.pid.is_none() {
+            return;
+        }
+        let known = Known {
+            prefix: Box::default(),
+            host: None,
+            pid: line.pid,
+            tid: line.tid,
+            cuda_dev: line.cuda_dev,
+            host_slot: self.line_host,
+            memo: Default::default(),
+        };
+        self.prefixes.insert(text, line.message, line.host, known);
+    }
+
+    /// The index of a host's state, created on first sight (bounded in number;
+    /// past the bound, further hosts share the nameless state).
+    fn host_slot(&mut self, host: Option<&str>) -> usize {
+        let name = host.unwrap_or("");
+        if let Some(&i) = self.host_index.get(name) {
+            return i;
+        }
+        let name = if self.budget.take(Table::Hosts, 1) { name } else { "" };
+        if let Some(&i) = self.host_index.get(name) {
+            return i;
+        }
+        self.hosts.push((name.to_string(), HostState::default()));
+        self.host_index.insert(name.to_string(), self.hosts.len() - 1);
+        self.hosts.len() - 1
+    }
+
+    /// The state of the current line's host.
+    fn line_state(&mut self) -> &mut HostState {
+        &mut self.hosts[self.line_host].1
+    }
+
+    /// The state of the current line's host (`host` is that line's host; the
+    /// slot was found once when the line came in).
+    fn host(&self, host: Option<&str>) -> Option<&HostState> {
+        let (name, state) = self.hosts.get(self.line_host)?;
+        (name == host.unwrap_or("") || name.is_empty()).then_some(state)
+    }
+
+    /// Notes where `key` was first seen (bounded like the other fact tables).
+    fn first_line(&mut self, key: String, message: &str) {
+        if self.first_lines.len() < MAX_FIRST_LINES && !self.first_lines.contains_key(&key) {
+            let text: String = message.chars().take(MAX_EVIDENCE_CHARS).collect();
+            let line = LineRef { file: self.input_name.clone(), line: self.line_number, text };
+            self.first_lines.insert(key, line);
+        }
+    }
+
+    fn warning(&mut self, line: &LogLine, number: u64) {
+        let text = if line.level == Level::Abort { "NCCL ABORT" } else { line.message };
+        let rank = self.rank_of(line);
+        let origin = line_origin(line, rank, &self.input_name, number, line.source);
+        self.warnings.add(text, origin);
+    }
+
+    /// The rank a line's process and CUDA device belong to, in its current communicator.
+    fn rank_of(&self, line: &LogLine) -> Option<u32> {
+        let comm = self.comms.get(self.current_index(line)?)?;
+        comm.ranks
+            .values()
+            .find(|r| r.host.as_deref() == line.host && r.pid == line.pid && r.cuda_dev == line.cuda_dev)
+            .map(|r| r.rank)
+    }
+
+    fn current_index(&self, line: &LogLine) -> Option<usize> {
+        self.host(line.host)
+            .and_then(|h| h.current_by_thread.get(&(line.pid, line.tid)).or_else(|| h.current_by_pid.get(&line.pid)))
+            .copied()
+            .or(self.orphans)
+    }
+
+    /// The communicator a line without a comm pointer belongs to: the last one
+    /// its thread (or process) initialised. Lines of processes that printed no
+    /// init line (yet) go to one shared communicator, never to whichever was
+    /// created last: which one they belong to is decided when the report is
+    /// made, by rank count ([`merge_orphans`]).
+    fn current(&mut self, line: &LogLine) -> (&mut CommState, &mut Budget) {
+        let index = match self.current_index(line) {
+            Some(i) => i,
+            None => {
+                let index = self.new_comm("unidentified".to_string());
+                self.orphans = Some(index);
+                index
+            }
+        };
+        let (comm, budget) = (&mut self.comms[index], &mut self.budget);
+        comm.saw_host(line.host, budget);
+        (comm, budget)
+    }
+
+    fn new_comm(&mut self, id: String) -> usize {
+        if self.comms.len() >= MAX_COMMUNICATORS {
+            return self.comms.len() - 1;
+        }
+        self.comms.push(CommState { id: id.clone(), ..CommState::default() });
+        self.comm_by_id.insert(id, self.comms.len() - 1);
+        self.comms.len() - 1
+    }
+}
+
+/// Hosts as printed, mapped to a canonical name: a name that is another known
+/// name with junk glued in front (application output without a newline) is
+/// folded into that name.
+fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
+    // Each name's proper suffixes are looked up (linear in the names' length,
+    // not quadratic in their number): the longest known one printed more often wins.
+    lines
+        .iter()
+        .map(|(name, count)| {
+            let target = name
+                .char_indices()
+                .skip(1)
+                .map(|(at, _)| &name[at..])
+                .find(|suffix| lines.get(*suffix).is_some_and(|other| other > count))
+                .map_or_else(|| name.clone(), str::to_string);
+            (name.clone(), target)
+        })
+        .collect()
+}
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if list.len() < MAX_SMALL_TABLE && !list.iter().any(|i| i == item) {
+        list.push(item.to_string());
+    }
+}
+
+/// Where a line of NCCL's own came from, for the message tables.
+fn line_origin<'a>(
+    line: &LogLine<'a>,
+    rank: Option<u32>,
+    file: &'a str,
+    number: u64,
+    source: Option<&'a str>,
+) -> Origin<'a> {
+    Origin { host: line.host, rank, cuda_dev: line.cuda_dev, file, line: number, source }
+}
+
+/// ` comm 0x5609976f9470 nRanks 32` appended to Trees and connection lines by
+/// some builds: the communicator's size.
+fn annotated_nranks(message: &str) -> Option<u32> {
+    let at = message.find(" comm 0x")?;
+    let rest = &message[at..];
+    let size = rest.find(" nRanks ")? + " nRanks ".len();
+    rest[size..].split_whitespace().next()?.parse().ok()
+}
+
+/// Whether `part`, a slice of `text`, runs to its end (nothing was trimmed
+/// after it): a comparison of addresses, not of bytes.
+fn ends_text(part: &str, text: &str) -> bool {
+    part.as_ptr() as usize + part.len() == text.as_ptr() as usize + text.len()
+}
+
+/// Bytes per element of an `ncclDataType_t`.
+fn datatype_size(datatype: u32) -> u64 {
+    match datatype {
+        0 | 1 | 10 | 11 => 1,
+        6 | 9 => 2,
+        2 | 3 | 7 => 4,
+        4 | 5 | 8 => 8,
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glued_hostnames_fold_into_the_real_one() {
+        let lines: HashMap<String, u64> = [("mew0".to_string(), 100), ("-1mew0".to_string(), 1)].into();
+        assert_eq!(canonical_hosts(&lines)["-1mew0"], "mew0");
+    }
+}
