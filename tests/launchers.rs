@@ -7,6 +7,9 @@
 //! A launcher that is not installed skips the test with a printed reason,
 //! except under CI (`CI` set), where a missing launcher fails it.
 
+#[path = "support/stand_in_gpu.rs"]
+mod stand_in_gpu;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -418,33 +421,6 @@ fn slurm_srun_and_sbatch() {
     assert_local_ranks_take_turns(srun, "SLURM_PROCID", false);
 }
 
-/// The stand-in GPU libraries (tests/fake-gpu, as tests/probe_live.rs builds
-/// them), for a probe run under a real launcher.
-fn stand_in_libraries(dir: &Path) {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-gpu");
-    let cc = |args: &[&str]| {
-        let status = Command::new("cc").current_dir(dir).args(args).status().unwrap();
-        assert!(status.success(), "cc {args:?}");
-    };
-    let cuda = source.join("fake_cuda.c");
-    cc(&["-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", "libcuda.so.1", cuda.to_str().unwrap()]);
-    let nccl = source.join("fake_nccl.c");
-    let nccl = nccl.to_str().unwrap();
-    let rpath = "-Wl,-rpath,$ORIGIN";
-    cc(&[
-        "-shared",
-        "-fPIC",
-        "-O1",
-        "-Wl,-soname,libnccl.so.2",
-        "-o",
-        "libnccl.so.2",
-        nccl,
-        "-L.",
-        "-l:libcuda.so.1",
-        rpath,
-    ]);
-}
-
 /// Issue 15, defect 7, under a real launcher: three processes on one node,
 /// one GPU each (the stand-in GPU, its socket's host bandwidth 30 GB/s shared
 /// by the processes holding pinned memory). The launcher's local ranks make
@@ -453,7 +429,7 @@ fn stand_in_libraries(dir: &Path) {
 /// launcher's, to which the probe is added; `rank_var` names the task's rank.
 fn assert_local_ranks_take_turns(mut command: Command, rank_var: &str, forward: bool) {
     let dir = tempfile::tempdir().unwrap();
-    stand_in_libraries(dir.path());
+    stand_in_gpu::build_into(dir.path());
     let (cuda_dir, nccl_dir) = (dir.path().join("cuda"), dir.path().join("nccl"));
     std::fs::create_dir_all(&cuda_dir).unwrap();
     std::fs::create_dir_all(&nccl_dir).unwrap();

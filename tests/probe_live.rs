@@ -5,6 +5,8 @@
 //! exact. The topology the figures are held against is the ASUS ESC8000A-E12
 //! sysfs tree (4x RTX 6000 Ada, PCIe Gen4 x16, two sockets).
 
+#[path = "support/stand_in_gpu.rs"]
+mod stand_in_gpu;
 #[path = "support/tools.rs"]
 mod tools;
 
@@ -21,26 +23,7 @@ fn fake_libraries() -> &'static Path {
     DIR.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("topo-fake-gpu-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-gpu");
-        let cc = |args: &[&str]| {
-            let status = Command::new("cc").current_dir(&dir).args(args).status().expect("a C compiler (`cc`)");
-            assert!(status.success(), "cc {args:?}");
-        };
-        let cuda = source.join("fake_cuda.c");
-        cc(&["-shared", "-fPIC", "-O1", "-Wl,-soname,libcuda.so.1", "-o", "libcuda.so.1", cuda.to_str().unwrap()]);
-        let nccl = source.join("fake_nccl.c");
-        cc(&[
-            "-shared",
-            "-fPIC",
-            "-O1",
-            "-Wl,-soname,libnccl.so.2",
-            "-o",
-            "libnccl.so.2",
-            nccl.to_str().unwrap(),
-            "-L.",
-            "-l:libcuda.so.1",
-            "-Wl,-rpath,$ORIGIN",
-        ]);
+        stand_in_gpu::build_into(&dir);
         let _ = std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so"));
         dir
     })
