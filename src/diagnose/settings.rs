@@ -41,12 +41,29 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
     let mut hops: Vec<(ShmHop, String, u32, Option<u32>)> = Vec::new();
     let mut hosts = Vec::new();
+    // Hops NCCL sent through its network transport although both ranks are
+    // on one node (one process driving several GPUs, or the same host): NCCL
+    // does that only when P2P and SHM are both ruled out.
+    let mut over_network: Vec<String> = Vec::new();
     for comm in &report.communicators {
-        let host_of = |rank: u32| comm.ranks.iter().find(|r| r.rank == rank).and_then(|r| r.host.clone());
+        let ranks = comm.rank_map();
+        let host_of = |rank: u32| ranks.get(&rank).and_then(|r| r.host.clone());
         for c in comm.connections.iter().filter(|c| c.transport == TransportKind::Shm && c.cross_node != Some(true)) {
             let hop = judge(c.hardware.as_ref().map(|h| h.nccl.as_str()));
             hosts.extend(host_of(c.from));
             hops.push((hop, comm.id.clone(), c.from, c.to));
+        }
+        let net =
+            |t: TransportKind| matches!(t, TransportKind::NetIb | TransportKind::NetSocket | TransportKind::NetOfi);
+        for c in comm.connections.iter().filter(|c| net(c.transport) && c.cross_node == Some(false)).take(4) {
+            hosts.extend(host_of(c.from));
+            over_network.push(format!(
+                "comm {}: {} -> {} via {} within one node",
+                comm.id,
+                c.from,
+                c.to.map_or("?".into(), |t| t.to_string()),
+                c.detail
+            ));
         }
     }
     let limiting: Vec<String> = report
@@ -56,6 +73,7 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
         .map(|e| format!("{}={}", e.name, e.value))
         .collect();
     let mut evidence = via_of(report, TransportKind::Shm);
+    evidence.extend(over_network.iter().map(|text| fact("connections", text.clone())));
     if evidence.is_empty() {
         return None;
     }
@@ -75,7 +93,9 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
     for setting in &limiting {
         evidence.push(first_line(report, &format!("env/{setting}"), format!("{setting} set by environment"), ""));
     }
-    let (severity, title) = if worst == ShmHop::P2pCapable || !limiting.is_empty() {
+    let (severity, title) = if !over_network.is_empty() {
+        (Severity::Warning, "GPUs on the same node talk through the network (the NIC loops back), not P2P or SHM")
+    } else if worst == ShmHop::P2pCapable || !limiting.is_empty() {
         (Severity::Warning, "GPUs on the same node talk through host shared memory, not P2P")
     } else if worst == ShmHop::Unknown {
         (
@@ -88,7 +108,11 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
             "GPUs on different CPU sockets (or host bridges) use shared memory: NCCL's normal choice there",
         )
     };
-    let fix = if !limiting.is_empty() {
+    let fix = if !over_network.is_empty() {
+        "NCCL uses its network inside a node only when P2P and SHM are both unavailable: check NCCL_P2P_DISABLE and \
+         NCCL_SHM_DISABLE, that the ranks of the node share /dev/shm (one container, --ipc=host), and peer access \
+         (`nvidia-smi topo -p2p r`, IOMMU/ACS)."
+    } else if !limiting.is_empty() {
         "Remove the P2P-limiting setting from the job's environment unless it works around a known fault."
     } else if worst == ShmHop::P2pCapable {
         "Check `nvidia-smi topo -p2p r` for the GPU pairs, IOMMU/ACS settings that block peer access, and that all \
