@@ -196,6 +196,20 @@ fn nvbandwidth_copies_are_held_against_their_paths() {
     assert!(slow.evidence[0].at.contains("GPU 3"), "{slow:#?}");
 }
 
+/// Real nvbandwidth runs (v0.10 text, v0.5 `-j` JSON) pasted on their own:
+/// recognised, but with no file that describes the machine the bundle is
+/// refused with a message saying what is missing (no published run comes with
+/// its machine's lspci, `topo -m` or `-q`).
+#[test]
+fn real_nvbandwidth_runs_alone_ask_for_the_machine() {
+    for file in ["nvbandwidth/dell-7gpu-v0.10-ce-suite.txt", "nvbandwidth/dcgm-v0.5-json-1gpu-verbose.json"] {
+        let dir = bundle(&[file]);
+        assert!(topo::bundle::is_bundle(dir.path()), "{file}");
+        let error = topo::bundle::load(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("no lspci, nvidia-smi topo -m or nvidia-smi -q output among the files"), "{error}");
+    }
+}
+
 /// Real files of different machines put together: the contradictions name them.
 #[test]
 fn pastes_of_different_machines_contradict() {

@@ -1,9 +1,9 @@
-//! nvbandwidth output (NVIDIA/nvbandwidth, v0.6 to v0.9), text and `-j` JSON:
+//! nvbandwidth output (NVIDIA/nvbandwidth, v0.5 to v0.10), text and `-j` JSON:
 //! per test case its bandwidth matrix (`memcpy CE CPU(row) -> GPU(column)
 //! bandwidth (GB/s)`, rows and columns as the description says), the `SUM`
-//! line, v0.9's coefficient of variation, and whether it ran (`Waived`, an
-//! `ASSERT` or error line). The `Device N: NAME (00000000:99:00)` list gives
-//! each CUDA ordinal's bus ID where it was printed.
+//! line, the coefficient of variation (v0.9 and later), and whether it ran
+//! (`Waived`, an `ASSERT` or error line). The `Device N: NAME (00000000:99:00)`
+//! list gives each CUDA ordinal's bus ID where it was printed.
 
 use topo_model::BusId;
 
@@ -56,7 +56,7 @@ pub struct Testcase {
     /// GB/s (or ns for latency tests); `None` for `N/A`.
     pub matrix: Vec<Vec<Option<f64>>>,
     pub sum: Option<f64>,
-    /// v0.9's coefficient of variation, when printed.
+    /// The coefficient of variation (v0.9 and later), when printed.
     pub cv: Option<f64>,
     pub error: Option<String>,
 }
@@ -87,9 +87,22 @@ pub fn looks_like_nvbandwidth(text: &str) -> bool {
         || text.lines().any(|l| is_matrix_title(l.trim()))
 }
 
+/// `memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)`, `memory latency SM
+/// CPU(row) <-> GPU(column) (ns)` (v0.5-v0.9), v0.10's `Device to Device
+/// Latency SM GPU(row) <-> GPU(column) (ns)`, and the bidirectional tests'
+/// `... GPU(column) Read1 bandwidth (GB/s)`.
 fn is_matrix_title(line: &str) -> bool {
-    (line.starts_with("memcpy ") || line.starts_with("memory latency "))
-        && (line.contains("(row)") && line.contains("(column)"))
+    line.contains("(row)") && line.contains("(column)") && (line.ends_with("(GB/s)") || line.ends_with("(ns)"))
+}
+
+/// `13030`, or v0.10's `13.3 (13030)`: the number CUDA reports (as JSON prints it).
+fn cuda_version(text: &str) -> String {
+    let text = text.trim();
+    text.rsplit_once('(')
+        .map(|(_, n)| n.trim_end_matches(')'))
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        .unwrap_or(text)
+        .to_string()
 }
 
 /// `(00000000:99:00)` -> `0000:99:00.0`.
@@ -137,8 +150,8 @@ pub fn parse(text: &str) -> Result<NvbandwidthRun, NvbandwidthError> {
         } else if let Some(v) = line.strip_prefix("Driver Version:") {
             run.driver_version = Some(v.trim().to_string());
         } else if let Some(v) = line.strip_prefix("CUDA Runtime Version:") {
-            run.cuda_runtime = Some(v.trim().to_string());
-        } else if line.starts_with("Device ") && run.devices.len() < MAX_SIDE {
+            run.cuda_runtime = Some(cuda_version(v));
+        } else if line.starts_with("Device ") && !is_matrix_title(line) && run.devices.len() < MAX_SIDE {
             run.devices.extend(device_line(line));
         } else if let Some(name) = line.strip_prefix("Running ") {
             in_matrix = false;
@@ -275,7 +288,8 @@ mod tests {
     use super::*;
 
     /// The shape nvbandwidth's `json_output.cpp` (v0.8) writes, hand-made with
-    /// the figures of issue #50 (no real `-j` output is published).
+    /// the figures of issue #50: the one real `-j` output found (DCGM's, v0.5,
+    /// `tests/fixtures/nvbandwidth/`) has no `GPU Device list`.
     #[test]
     fn json_form() {
         let json = r#"{"nvbandwidth": {"CUDA Runtime Version": 13000, "Driver Version": "580.95.05",
@@ -291,6 +305,25 @@ mod tests {
         assert_eq!(run.testcases[0].matrix, [vec![None, Some(26.34)], vec![Some(26.34), None]]);
         assert_eq!(run.testcases[1].status, Status::Waived);
         assert!(matches!(parse("{\"nvbandwidth\": "), Err(NvbandwidthError::Json(_))));
+    }
+
+    /// v0.10 prints the CUDA versions as `13.3 (13030)` and titles its latency
+    /// matrix `Device to Device Latency SM ...` (real sample in
+    /// `tests/fixtures/nvbandwidth/h100x8-validation-sheet-v0.10-latency-d2d-read.txt`).
+    #[test]
+    fn v0_10_versions_and_latency_title() {
+        assert_eq!(cuda_version(" 13.3 (13030)"), "13030");
+        assert_eq!(cuda_version("12040"), "12040");
+        assert_eq!(cuda_version("13.3 (x)"), "13.3 (x)");
+        assert!(is_matrix_title("Device to Device Latency SM GPU(row) <-> GPU(column) (ns)"));
+        assert!(is_matrix_title("memcpy CE GPU(row) <-> GPU(column) Read1 bandwidth (GB/s)"));
+        assert!(!is_matrix_title("Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)"));
+        let text = "Running device_to_device_latency_sm.\n\
+            Device to Device Latency SM GPU(row) <-> GPU(column) (ns)\n           0         1\n 0       N/A    826.42\n\
+            1    825.83       N/A\n\nSUM device_to_device_latency_sm 1652.25\n";
+        let run = parse(text).unwrap();
+        assert_eq!(run.testcases[0].matrix, [vec![None, Some(826.42)], vec![Some(825.83), None]]);
+        assert!(!run.testcases[0].is_bandwidth());
     }
 
     #[test]

@@ -178,6 +178,73 @@ fn nvbandwidth_text_of_four_releases() {
     }
 }
 
+/// The `-j` JSON (DCGM's recorded v0.5 run) and the releases that print a
+/// coefficient of variation (v0.9, v0.10).
+#[test]
+fn nvbandwidth_json_and_coefficient_of_variation() {
+    let text = read("nvbandwidth/dcgm-v0.5-json-1gpu-verbose.json");
+    assert!(nvbandwidth::looks_like_nvbandwidth(&text));
+    let run = nvbandwidth::parse(&text).unwrap();
+    assert_eq!(run.version.as_deref(), Some("v0.5"));
+    assert_eq!(run.driver_version.as_deref(), Some("565.02"));
+    assert_eq!(run.cuda_runtime.as_deref(), Some("12070"));
+    assert!(run.devices.is_empty(), "v0.5 prints no `GPU Device list`");
+    assert_eq!(run.testcases.len(), 32);
+    assert_eq!(run.testcases.iter().filter(|t| t.status == nvbandwidth::Status::Waived).count(), 17);
+    let h2d = &run.testcases[0];
+    assert_eq!(h2d.name, "host_to_device_memcpy_ce");
+    assert_eq!(h2d.matrix, [vec![Some(12.3964)]]);
+    assert_eq!(h2d.sum, Some(12.396_361_291_25), "printed as 12.396361291250001");
+    let latency = run.testcases.iter().find(|t| t.name == "host_device_latency_sm").unwrap();
+    assert_eq!(latency.matrix, [vec![Some(649.879)]]);
+    assert!(!latency.is_bandwidth());
+
+    // v0.9: the host name printed before the device list, a CV line per test.
+    let run = nvbandwidth::parse(&read("nvbandwidth/pcie-riser-notes-rtx5060ti-x2-v0.9-d2h-bidir.txt")).unwrap();
+    assert_eq!(run.version.as_deref(), Some("v0.9"));
+    assert_eq!(run.devices.len(), 2);
+    assert_eq!(run.devices[1].bus_id.map(|b| b.to_string()).as_deref(), Some("0000:02:00.0"));
+    assert_eq!(run.testcases.len(), 2);
+    assert_eq!(run.testcases[0].matrix, [vec![Some(26.83), Some(26.83)]]);
+    assert_eq!((run.testcases[0].sum, run.testcases[0].cv), (Some(53.67), Some(0.0)));
+    assert_eq!(run.testcases[1].name, "device_to_host_bidirectional_memcpy_sm");
+
+    // v0.10: `13.3 (13030)` versions; each bidirectional test prints three
+    // matrices (one per direction and the total), named by their SUM lines.
+    let run = nvbandwidth::parse(&read("nvbandwidth/dell-7gpu-v0.10-ce-suite.txt")).unwrap();
+    assert_eq!(run.version.as_deref(), Some("v0.10.0"));
+    assert_eq!(run.cuda_runtime.as_deref(), Some("13030"));
+    assert!(run.devices.is_empty());
+    let names: Vec<&str> = run.testcases.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names.len(), 12, "{names:?}");
+    assert_eq!(
+        names[6..9],
+        [
+            "device_to_device_bidirectional_memcpy_read_ce",
+            "device_to_device_bidirectional_memcpy_read_ce_read2",
+            "device_to_device_bidirectional_memcpy_read_ce_total"
+        ]
+    );
+    assert!(run.testcases.iter().all(|t| t.status == nvbandwidth::Status::Passed && [1, 7].contains(&t.matrix.len())));
+    let read_ce = &run.testcases[4];
+    assert_eq!(read_ce.name, "device_to_device_memcpy_read_ce");
+    assert_eq!((read_ce.matrix[0][0], read_ce.matrix[4][6]), (None, Some(766.34)));
+    assert_eq!(read_ce.cv, Some(0.0));
+    assert_eq!(run.testcases[3].cv, Some(0.01));
+    assert_eq!(run.testcases[8].cv, Some(0.0), "the total's CV");
+    assert_eq!(run.testcases[11].sum, Some(64669.78));
+
+    // v0.10's latency title, and two runs pasted one after the other.
+    let run = nvbandwidth::parse(&read("nvbandwidth/h100x8-validation-sheet-v0.10-latency-d2d-read.txt")).unwrap();
+    assert_eq!(run.driver_version.as_deref(), Some("595.71.05"));
+    assert_eq!(run.testcases.len(), 2);
+    let latency = &run.testcases[0];
+    assert_eq!(latency.description, "Device to Device Latency SM GPU(row) <-> GPU(column) (ns)");
+    assert_eq!((latency.matrix.len(), latency.matrix[7][3]), (8, Some(821.94)));
+    assert!(!latency.is_bandwidth());
+    assert_eq!((run.testcases[1].matrix[3][2], run.testcases[1].sum), (Some(395.23), Some(22126.64)));
+}
+
 #[test]
 fn nccl_graph_dumps() {
     let dump = nccl_graph::parse(&read("nccl-graph/nccl-issue524-4gpu-2nic-ring-tree.xml"), "x").unwrap();
