@@ -30,7 +30,8 @@ fn findings(args: &[&str]) -> Vec<Finding> {
 /// topology to judge it (info); 014 `Duplicate GPU detected`; 016 PyTorch's
 /// watchdog timeouts; 019 `CollNet is not supported or fails to initialize`;
 /// 020 `NET/OFI Couldn't open AV`; 026 `via NET/IBext_v8/N` without GDRDMA on a
-/// multi-node job; 031 bootstrap on `lo` in an excerpt that does not tell the
+/// multi-node job; 028 `Check P2P Type intraNodeP2pSupport 0` (CUDA peer
+/// access refused between the node's two GPUs); 031 bootstrap on `lo` in an excerpt that does not tell the
 /// job's scope (info); 043 `NCCL_COLLNET_ENABLE=1` and SHARP's datatype WARN;
 /// 044 the same setting and SHARP's `Cannot create SHARP job` (recovered: init
 /// completes on every rank); 049 sockets over a `CloudflareWARP` VPN device on
@@ -50,6 +51,7 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("019", &["collnet-failure"]),
     ("020", &["net-plugin-failure"]),
     ("026", &["gdr-disabled"]),
+    ("028", &["p2p-disabled"]),
     ("031", &["bootstrap-interface"]),
     ("038", &["p2p-not-used"]),
     ("043", &["collnet-failure", "env-override"]),
