@@ -375,7 +375,7 @@ fn a_snapshot_can_carry_the_job_log() {
 
 /// The hand-read truth of the corpus batches collected for this (100-133, 150-190 and
 /// 200-257, `truth.yaml`): every root cause its thread established from the lines
-/// is raised (24 of 31; the other 7 are listed with why), nine in
+/// is raised (26 of 34; the other 8 are listed with why), nine in
 /// 85 % of the classes a reader expects from the text alone are, and no log
 /// with a WARN or a failure gets zero findings. The corpus vocabulary names
 /// `p2p-not-used` `p2p-disabled`, and calls a cause-less NCCL error `unknown`.
@@ -419,6 +419,9 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("220-", "p2p-disabled"),
         // The line showing the wrong device was cut by the excerpt.
         ("250-", "duplicate-gpu"),
+        // A RoCE completion error (retry exceeded) fits many causes; the GID
+        // index that fixed the thread's reporter is not in these lines.
+        ("264-", "roce-gid-mismatch"),
     ];
     let (mut expected, mut raised, mut causes) = (0, 0, 0);
     let mut unreadable = Vec::new();
@@ -448,7 +451,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 31, "{causes} established causes");
+    assert!(causes >= 34, "{causes} established causes");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
     // 87 % when written (63 of 72); the classes a reader expects go beyond the
