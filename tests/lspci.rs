@@ -213,3 +213,22 @@ fn topo_show_reads_pasted_lspci() {
     // The tree alone has no NUMA nodes: the warning says so on stderr.
     assert!(String::from_utf8_lossy(&output.stderr).contains("may be SYS"));
 }
+
+/// A link fact read from pasted lspci text is cited as lspci's, not sysfs':
+/// the ASUS GPU 0 idles at Gen1 x16 of Gen4 x16 in its `lspci -vvv`.
+#[test]
+fn link_evidence_names_lspci_as_its_source() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["asus-esc8000a-e12-lspci-tv.txt", "asus-esc8000a-e12-lspci-vvv.txt"] {
+        std::fs::write(dir.path().join(name), fixture(&format!("lspci/{name}"))).unwrap();
+    }
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_topo"))
+        .args(["preflight", "--from"])
+        .arg(dir.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("lspci GPU 0000:01:00.0 Gen1 x16 now, Gen4 x16 capable"), "{stdout}");
+    assert!(!stdout.contains("sysfs GPU"), "{stdout}");
+}

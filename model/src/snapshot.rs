@@ -82,6 +82,19 @@ pub enum Source {
     Bundle { path: String },
 }
 
+impl Source {
+    /// Where the PCIe tree's link facts were read, for evidence lines
+    /// (`sysfs 0000:17:00.0`, `lspci 0000:17:00.0`).
+    pub fn tree_label(&self) -> &'static str {
+        match self {
+            Source::Sysfs { .. } | Source::Example { .. } => "sysfs",
+            Source::NcclXml { .. } => "NCCL topology",
+            Source::NvidiaSmiText { .. } => "nvidia-smi topo -m",
+            Source::Lspci { .. } | Source::Bundle { .. } => "lspci",
+        }
+    }
+}
+
 /// Renders any serialisable value as YAML (all YAML goes through this module,
 /// so the YAML crate can be swapped in one place).
 pub fn to_yaml_string<T: Serialize>(value: &T) -> String {

@@ -23,7 +23,10 @@ pub(super) fn pcie_downtrained(snapshot: &Snapshot) -> Option<Finding> {
             let narrower = matches!((now.width, max.width), (Some(n), Some(m)) if n < m);
             let is_gpu = topology.gpu(device.bus_id).is_some();
             let label = if is_gpu { gpu_label(snapshot, device.bus_id) } else { device.bus_id.to_string() };
-            let item = (evidence(format!("sysfs {label}"), text), (link_bandwidth(now, max), link_bandwidth(max, max)));
+            let item = (
+                evidence(format!("{} {label}", snapshot.source.tree_label()), text),
+                (link_bandwidth(now, max), link_bandwidth(max, max)),
+            );
             match (narrower, is_gpu) {
                 (true, _) => lanes.push(item),
                 (false, true) => gpu_speed.push(item),
@@ -137,7 +140,7 @@ pub(super) fn gpu_nic_numa(snapshot: &Snapshot) -> Option<Finding> {
             && a != b
         {
             let text = format!("nearest NIC {name} ({nic}) is on NUMA node {b}, the GPU on {a}");
-            items.push(evidence(format!("sysfs {}", gpu_label(snapshot, gpu.bus_id)), text));
+            items.push(evidence(format!("{} {}", snapshot.source.tree_label(), gpu_label(snapshot, gpu.bus_id)), text));
         }
     }
     (!items.is_empty()).then(|| {
