@@ -401,3 +401,20 @@ fn a_long_ring_chain_is_read_and_printed_in_linear_time() {
     assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
     assert!(String::from_utf8_lossy(&plain.stdout).contains("199999→0 P2P/IPC"));
 }
+
+/// `topo probe` says a bad flag as such before it looks for the driver (on
+/// this machine, with no GPU, it said only that libcuda was missing).
+#[test]
+fn probe_flags_are_checked_before_the_driver_is_looked_for() {
+    for (args, word) in [
+        (&["--copy-size", "banana"][..], "--copy-size"),
+        (&["--threshold", "7"][..], "--threshold"),
+        (&["--min", "1G", "--max", "1K"][..], "--min"),
+        (&["--collectives", "allreduz"][..], "--collectives"),
+    ] {
+        let output = topo().arg("probe").args(args).env("LD_LIBRARY_PATH", "/nonexistent").output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(word), "{args:?}: {}", stderr(&output));
+        assert!(!stderr(&output).contains("libcuda"), "{args:?}: {}", stderr(&output));
+    }
+}

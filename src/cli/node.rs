@@ -256,6 +256,9 @@ pub(super) struct LiveRun {
 /// figure against this node's topology.
 pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher::Launch>) -> anyhow::Result<LiveRun> {
     use crate::probe::{launcher, libraries};
+    // The flags first: a mistyped size or threshold is said as such, on a
+    // machine without a GPU too, before any library is looked for.
+    let mut plan = probe_plan(args, None)?;
     if !topo_probes::live::cuda::driver_present() {
         let looked = match libraries::cuda_driver() {
             libraries::Found::Missing { looked } => looked,
@@ -286,7 +289,7 @@ pub(super) fn live_probe(args: &ProbeArgs, launch: Option<crate::probe::launcher
         )),
         _ => None,
     };
-    let plan = probe_plan(args, nccl_library)?;
+    plan.nccl_library = nccl_library;
     // The topology first: it says where each GPU's pinned host memory belongs.
     let nvml = args.sysfs_root == std::path::Path::new("/");
     let mut snapshot = crate::sources::load(crate::sources::Origin::Sysfs { root: &args.sysfs_root, nvml })?;
