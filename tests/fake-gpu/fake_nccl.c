@@ -463,21 +463,32 @@ static int process_gone(int pid) {
     return close && close[1] == ' ' && close[2] == 'Z';
 }
 
+/* Reads all `bytes` of `path` into `data`: OK, SYSTEM_ERROR when short, or
+ * NOT_THERE when the file is not (yet) there. */
+enum { NOT_THERE = -1 };
+static int read_whole(const char *path, void *data, size_t bytes) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NOT_THERE;
+    size_t got = bytes ? fread(data, 1, bytes, f) : 0;
+    fclose(f);
+    return got == bytes ? OK : SYSTEM_ERROR;
+}
+
 /* Waits for `path` (from member `peer` of `c`) and reads `bytes` of it into
  * `data`; a peer process that is gone is a remote error, as NCCL sees its
  * socket close. */
 static int take_from(struct comm *c, int peer, const char *path, void *data, size_t bytes) {
     double wait = env_double("FAKE_NCCL_WAIT_S", 3600.0);
     for (double waited = 0; waited < wait; waited += 0.001) {
-        FILE *f = fopen(path, "rb");
-        if (f) {
-            size_t got = bytes ? fread(data, 1, bytes, f) : 0;
-            fclose(f);
-            return got == bytes ? OK : SYSTEM_ERROR;
-        }
-        /* Not there yet: a peer process that has ended will never write it. */
+        int rc = read_whole(path, data, bytes);
+        if (rc != NOT_THERE) return rc;
+        /* Not there yet: a peer process that has ended will never write it.
+         * What it sent before it ended still arrives (as over a socket), so
+         * the file is looked for once more after the peer is seen gone: it
+         * may have been written, and the peer ended, between the two looks. */
         int pid = c && peer >= 0 && peer < MAX_RANKS ? c->pid[peer] : 0;
         if (pid > 0 && process_gone(pid)) {
+            if ((rc = read_whole(path, data, bytes)) != NOT_THERE) return rc;
             c->async_error = REMOTE_ERROR;
             set_last_error("NET/Socket : peer rank %d (pid %d) closed the connection", c->world[peer], pid);
             return REMOTE_ERROR;
