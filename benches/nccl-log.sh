@@ -27,14 +27,33 @@ for _ in 1 2 3 4 5 6 7; do
   topo_s=$(min "$topo_s" "$(seconds target/release/topo nccl "$log" --format json)")
   diagnose_s=$(min "$diagnose_s" "$(seconds target/release/topo diagnose --log-only "$log" --format json)")
 done
-rss_kb=$( { /usr/bin/time -f "%M" target/release/topo nccl "$log" --format json > /dev/null; } 2>&1 | tail -1)
-python3 - "$bytes" "$grep_s" "$topo_s" "$rss_kb" "$diagnose_s" <<'PY'
+# Peak RSS: the median of five runs. Most of it is the binary's own pages,
+# which the kernel maps in 64 KiB fault-around blocks, so one run swings by
+# half a MiB. BASELINE=path/to/an/older/topo measures that build alike, in
+# the same run, for a ratio that does not depend on the machine's state.
+peak_rss_kb() {
+  for _ in 1 2 3 4 5; do
+    { /usr/bin/time -f "%M" "$1" nccl "$log" --format json > /dev/null; } 2>&1 | tail -1
+  done | sort -n | sed -n 3p
+}
+rss_kb=$(peak_rss_kb target/release/topo)
+base_s="" base_rss_kb=0
+if [ -n "${BASELINE:-}" ]; then
+  for _ in 1 2 3 4 5 6 7; do
+    base_s=$(min "$base_s" "$(seconds "$BASELINE" nccl "$log" --format json)")
+  done
+  base_rss_kb=$(peak_rss_kb "$BASELINE")
+fi
+python3 - "$bytes" "$grep_s" "$topo_s" "$rss_kb" "$diagnose_s" "${base_s:-0}" "$base_rss_kb" <<'PY'
 import sys
 size, grep_s, topo_s, rss = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-diagnose_s = float(sys.argv[5])
+diagnose_s, base_s, base_rss = float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
 print(f"log: {size / 1e9:.2f} GB")
 print(f"grep -c 'NCCL INFO': {grep_s:.2f} s = {size / grep_s / 1e9:.2f} GB/s")
 print(f"topo nccl:           {topo_s:.2f} s = {size / topo_s / 1e9:.2f} GB/s  ({grep_s / topo_s:.2f}x grep's throughput)")
-print(f"topo nccl peak RSS:  {rss / 1024:.1f} MiB")
+print(f"topo nccl peak RSS:  {rss / 1024:.1f} MiB (median of 5)")
 print(f"topo diagnose:       {diagnose_s:.2f} s = {diagnose_s / topo_s:.2f}x topo nccl's time")
+if base_s:
+    print(f"baseline topo nccl:  {base_s:.2f} s, peak RSS {base_rss / 1024:.1f} MiB"
+          f"  (this build: {base_s / topo_s:.2f}x its throughput, {rss / base_rss:.2f}x its memory)")
 PY

@@ -43,6 +43,8 @@ struct Message {
     fix: Option<String>,
     #[serde(default)]
     also: Vec<String>,
+    #[serde(default)]
+    only_in: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -80,6 +82,17 @@ struct ResultCode {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct Setting {
+    name: String,
+    #[serde(default)]
+    turns_off: Vec<String>,
+    #[serde(default)]
+    class: Option<String>,
+    meaning: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
     classes: BTreeMap<String, Class>,
@@ -93,6 +106,8 @@ struct File {
     sources: Vec<SourceClass>,
     #[serde(default)]
     unreachable_addresses: Vec<UnreachableAddress>,
+    #[serde(default)]
+    settings: Vec<Setting>,
 }
 
 /// A Rust string literal (Debug escapes are Rust's own).
@@ -158,7 +173,7 @@ fn main() {
         let also: Vec<String> = m.also.iter().map(|a| lit(a)).collect();
         let _ = writeln!(
             out,
-            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}] }},",
+            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {} }},",
             lit(&m.pattern),
             variant("Level", &m.level, LEVELS, &row),
             opt(&m.versions),
@@ -167,7 +182,8 @@ fn main() {
             severity(&m.severity, &row),
             opt(&m.why),
             opt(&m.fix),
-            also.join(", ")
+            also.join(", "),
+            opt(&m.only_in)
         );
         let compiled = pattern::Pattern::new(&m.pattern);
         let literals: Vec<String> = compiled.literals().iter().map(|l| lit(l)).collect();
@@ -220,6 +236,28 @@ fn main() {
     for s in &file.sources {
         known(&s.class, &s.file);
         let _ = writeln!(out, "    SourceClass {{ file: {}, class: {} }},", lit(&s.file), lit(&s.class));
+    }
+    out.push_str("];\n");
+
+    let _ = writeln!(out, "pub(super) static SETTINGS: &[Setting] = &[");
+    for v in &file.settings {
+        if let Some(class) = &v.class {
+            known(class, &v.name);
+        }
+        assert!(
+            v.turns_off.is_empty() || v.class.is_some(),
+            "{path}: setting {} turns something off but names no class",
+            v.name
+        );
+        let values: Vec<String> = v.turns_off.iter().map(|x| lit(x)).collect();
+        let _ = writeln!(
+            out,
+            "    Setting {{ name: {}, turns_off: &[{}], class: {}, meaning: {} }},",
+            lit(&v.name),
+            values.join(", "),
+            opt(&v.class),
+            lit(&v.meaning)
+        );
     }
     out.push_str("];\n");
 

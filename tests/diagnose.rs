@@ -15,10 +15,19 @@ fn log(prefix: &str) -> PathBuf {
 }
 
 fn findings(args: &[&str]) -> Vec<Finding> {
+    findings_of_nccl_output(args).unwrap_or_else(|stderr| panic!("{stderr}"))
+}
+
+/// The findings, or (exit 2) the error of an input with no NCCL output.
+fn findings_of_nccl_output(args: &[&str]) -> Result<Vec<Finding>, String> {
     let output =
         Command::cargo_bin("topo").unwrap().arg("diagnose").args(args).args(["--format", "json"]).output().unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if output.status.code() == Some(2) && stderr.contains("no NCCL output in the input") {
+        return Err(stderr);
+    }
+    assert!(output.status.success(), "{stderr}");
+    Ok(serde_json::from_slice(&output.stdout).unwrap())
 }
 
 /// The codes each real log should raise (logs not listed raise none). What
@@ -35,7 +44,9 @@ fn findings(args: &[&str]) -> Vec<Finding> {
 /// job's scope (info); 043 `NCCL_COLLNET_ENABLE=1` and SHARP's datatype WARN;
 /// 044 the same setting and SHARP's `Cannot create SHARP job` (recovered: init
 /// completes on every rank); 049 sockets over a `CloudflareWARP` VPN device on
-/// one host of unknown scope (info); 050 `NCCL_IB_DISABLE=1`, `NCCL_P2P_LEVEL=LOC`;
+/// one host of unknown scope (info) and NCCL 2.25's `ncclMaxSharedMem 82240
+/// exceeds device/fn maxSharedMem 79856` on an RTX 5090 (its kernels will not
+/// launch); 050 `NCCL_IB_DISABLE=1`, `NCCL_P2P_LEVEL=LOC` (P2P switched off);
 /// 052 `NCCL_P2P_LEVEL=LOC` with `via SHM/direct`. 005 is GDRDMA on receives
 /// only, NCCL 2.4's default: not a finding.
 const EXPECTED: &[(&str, &[&str])] = &[
@@ -56,8 +67,8 @@ const EXPECTED: &[(&str, &[&str])] = &[
     ("038", &["p2p-not-used"]),
     ("043", &["collnet-failure", "env-override"]),
     ("044", &["collnet-failure", "env-override"]),
-    ("049", &["bootstrap-interface", "net-socket-fallback"]),
-    ("050", &["env-override", "net-socket-fallback"]),
+    ("049", &["bootstrap-interface", "cuda-error", "net-socket-fallback"]),
+    ("050", &["env-override", "net-socket-fallback", "p2p-not-used"]),
     ("052", &["env-override", "net-socket-fallback", "p2p-not-used"]),
 ];
 
@@ -389,6 +400,9 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected_classes: Vec<String>,
         #[serde(default)]
         fatal: bool,
+        /// The earliest line showing the failure; none where the excerpt ends before it.
+        #[serde(default)]
+        first_causal_line: Option<String>,
     }
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/nccl-logs");
     let truths: Vec<Truth> = serde_yaml::from_str(&std::fs::read_to_string(dir.join("truth.yaml")).unwrap()).unwrap();
@@ -422,16 +436,51 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // A RoCE completion error (retry exceeded) fits many causes; the GID
         // index that fixed the thread's reporter is not in these lines.
         ("264-", "roce-gid-mismatch"),
+        // Batches D and E (273-318), after the session's rules:
+        // `ibv_modify_qp ... Connection timed out` before 2.24 names no GID;
+        // NCCL's own hint for it is rails not cross-connected. The link-local
+        // GID 1 is in the thread only.
+        ("277-", "roce-gid-mismatch"),
+        // The proxy's Connect failure; the RoCE GID/version detection that
+        // caused it is the thread's diagnosis, not in these lines.
+        ("281-", "roce-gid-mismatch"),
+        // The posix_fallocate failure was posted as a screenshot; the lines
+        // show P2P switched off (raised), not the full /dev/shm.
+        ("287-", "shm-too-small"),
+        // A silent hang under the IOMMU: nothing in the log.
+        ("301-", "p2p-disabled"),
+        // An SHM attach failure of size 0 beside both CUMEM and MMAP imports;
+        // the thread traced it to ranks disagreeing on cuMem host support.
+        ("304-", "cumem-unsupported"),
+        // `unhandled system error` alone (PyTorch's RuntimeError): docker's
+        // network, and /dev/shm, are the threads' findings.
+        ("305-", "bootstrap-interface"),
+        ("309-", "shm-too-small"),
+        // `Could not find NET with id 0`: an NCCL bug per the maintainer in
+        // another thread; the line itself is a topology failure.
+        ("306-", "internal-error"),
+        // The excerpt ends before the failure (the graph file in /etc/nccl.conf).
+        ("307-", "configuration-error"),
+        // No NCCL line: sglang's own log and a firewall named in the thread (refused, exit 2).
+        ("308-", "bootstrap-connect-failure"),
     ];
     let (mut expected, mut raised, mut causes) = (0, 0, 0);
     let mut unreadable = Vec::new();
     let mut problems = Vec::new();
     for truth in truths.iter().filter(|t| t.file.as_str() >= "100") {
         let path = dir.join(&truth.file);
-        let found = findings(&["--log-only", path.to_str().unwrap()]);
-        let codes: Vec<String> = found.iter().flat_map(|f| alias(&f.code)).collect();
         let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
-        if (truth.fatal || text.contains("NCCL WARN")) && found.is_empty() {
+        // A log without one NCCL line (a framework's own messages only) is
+        // refused with exit 2, as the issue asks; any other refusal is a defect.
+        let (found, refused) = match findings_of_nccl_output(&["--log-only", path.to_str().unwrap()]) {
+            Ok(found) => (found, false),
+            Err(_) if !text.contains("NCCL INFO") && !text.contains("NCCL WARN") => (Vec::new(), true),
+            Err(stderr) => panic!("{}: {stderr}", truth.file),
+        };
+        let codes: Vec<String> = found.iter().flat_map(|f| alias(&f.code)).collect();
+        // A failure the lines show (not one only the thread tells) needs a finding.
+        let shown = truth.fatal && truth.first_causal_line.is_some() || text.contains("NCCL WARN");
+        if shown && found.is_empty() && !refused {
             problems.push(format!("{}: a failing log with no finding", truth.file));
         }
         if let Some(cause) = &truth.root_cause_class {
@@ -451,7 +500,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 34, "{causes} established causes");
+    assert!(causes >= 55, "{causes} established causes");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
     // 87 % when written (63 of 72); the classes a reader expects go beyond the

@@ -55,7 +55,9 @@ pub(super) fn fatal(report: &NcclReport) -> bool {
 /// Severity the table gives a message (its row's, else its class's).
 fn table_severity(said: &Said) -> Severity {
     let text = &said.warning.text;
-    let row = CATALOGUE.classify(said.level, text).or_else(|| CATALOGUE.classify(Level::Warn, text));
+    let source = said.warning.source.as_deref();
+    let row =
+        CATALOGUE.classify_at(said.level, text, source).or_else(|| CATALOGUE.classify_at(Level::Warn, text, source));
     let severity = match (row, said.warning.class.as_deref()) {
         (Some(m), _) => CATALOGUE.severity(m.row),
         (None, Some(class)) => CATALOGUE.class(class).and_then(|c| c.severity).unwrap_or(catalogue::Severity::Warning),

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use topo_model::nccl::TransportKind;
 use topo_model::{Evidence, Finding, Severity};
 
+use topo_parsers::nccl_log::catalogue::CATALOGUE;
+
 use super::Inputs;
 use super::evidence::{fact, first_line, via_of};
 use super::network::rdma_nics;
@@ -66,16 +68,19 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
             ));
         }
     }
-    let limiting: Vec<String> = report
-        .env_overrides
-        .iter()
-        .filter(|e| e.name == "NCCL_P2P_DISABLE" && e.value != "0" || e.name == "NCCL_P2P_LEVEL")
-        .map(|e| format!("{}={}", e.name, e.value))
-        .collect();
+    // Settings that limit P2P (the table's P2P settings, `..._DISABLE=0` aside).
+    let p2p_settings = || {
+        report.env_overrides.iter().filter_map(|e| {
+            let setting = CATALOGUE.setting(&e.name).filter(|s| s.class == Some("p2p-disabled"))?;
+            (!(e.name.ends_with("_DISABLE") && e.value == "0")).then_some((setting, e))
+        })
+    };
+    let limiting: Vec<String> = p2p_settings().map(|(_, e)| format!("{}={}", e.name, e.value)).collect();
     let mut evidence = via_of(report, TransportKind::Shm);
     evidence.extend(over_network.iter().map(|text| fact("connections", text.clone())));
     if evidence.is_empty() {
-        return None;
+        // No hop shown, but a setting that switches P2P off says enough.
+        return p2p_switched_off(report, p2p_settings().filter(|(s, e)| s.turns_off(&e.value)).map(|(_, e)| e));
     }
     let worst = hops.iter().map(|h| h.0).max().unwrap_or(ShmHop::Unknown);
     let capable: Vec<String> = hops
@@ -139,38 +144,44 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
     )
 }
 
-/// Settings that change NCCL's choices; left over from debugging, they cost bandwidth.
-pub(super) const TUNING_VARIABLES: &[&str] = &[
-    "NCCL_P2P_DISABLE",
-    "NCCL_SHM_DISABLE",
-    "NCCL_IB_DISABLE",
-    "NCCL_P2P_LEVEL",
-    "NCCL_MIN_NCHANNELS",
-    "NCCL_MAX_NCHANNELS",
-    "NCCL_ALGO",
-    "NCCL_PROTO",
-    "NCCL_NET_GDR_LEVEL",
-    "NCCL_NET_GDR_READ",
-    "NCCL_CROSS_NIC",
-    "NCCL_BUFFSIZE",
-    "NCCL_NTHREADS",
-    "NCCL_MIN_P2P_NCHANNELS",
-    "NCCL_MAX_P2P_NCHANNELS",
-    "NCCL_NCHANNELS_PER_PEER",
-    "NCCL_NCHANNELS_PER_NET_PEER",
-    "NCCL_TREE_THRESHOLD",
-    "NCCL_LL_THRESHOLD",
-    "NCCL_CUMEM_ENABLE",
-    "NCCL_NVLS_ENABLE",
-    "NCCL_COLLNET_ENABLE",
-];
+/// P2P switched off by a setting, in a log that shows no hop between GPUs.
+fn p2p_switched_off<'a>(
+    report: &topo_model::nccl::NcclReport,
+    settings: impl Iterator<Item = &'a topo_model::nccl::EnvOverride>,
+) -> Option<Finding> {
+    let settings: Vec<&topo_model::nccl::EnvOverride> = settings.collect();
+    let first = settings.first()?;
+    let evidence = settings
+        .iter()
+        .map(|e| {
+            let setting = format!("{}={}", e.name, e.value);
+            first_line(report, &format!("env/{setting}"), format!("{setting} set by environment"), "")
+        })
+        .collect();
+    let hosts = settings.iter().flat_map(|e| e.hosts.iter().cloned()).collect::<BTreeSet<_>>();
+    Some(
+        Finding::new(
+            "p2p-not-used",
+            Severity::Warning,
+            format!("P2P between the GPUs of a node is switched off ({}={})", first.name, first.value),
+            evidence,
+            "With P2P off, GPUs of a node exchange data through host shared memory (GPU -> host -> GPU), at a \
+             fraction of NVLink's or a PCIe switch's bandwidth, and /dev/shm must be large enough to hold the \
+             buffers (a container's 64 MB default is not).",
+            "Remove the setting unless it works around a known fault (NCCL_P2P_DISABLE=1 hides broken peer access: \
+             check `nvidia-smi topo -p2p r` and ACS/IOMMU instead); where it must stay, give /dev/shm room \
+             (--shm-size, --ipc=host).",
+        )
+        .on(hosts, Vec::<u32>::new()),
+    )
+}
 
 pub(super) fn env_override(inputs: &Inputs) -> Option<Finding> {
     let tuning: Vec<Evidence> = inputs
         .report
         .env_overrides
         .iter()
-        .filter(|e| TUNING_VARIABLES.contains(&e.name.as_str()))
+        .filter(|e| CATALOGUE.setting(&e.name).is_some())
         // `NCCL_SHM_DISABLE=0` and friends restate the default.
         .filter(|e| !(e.name.ends_with("_DISABLE") && e.value == "0"))
         .map(|e| {

@@ -62,6 +62,11 @@ pub struct Message {
     /// Further classes the message points at (a connect failure with `No
     /// route to host` is also the interface NCCL chose).
     pub also: &'static [&'static str],
+    /// The row holds only for a message printed from this NCCL source file (a
+    /// path prefix): the same CUDA error means another thing in another
+    /// subsystem (`peer access is not supported` from transport/shm.cc is
+    /// cuMem host memory, not P2P).
+    pub only_in: Option<&'static str>,
 }
 
 /// The subsystem an NCCL source file belongs to.
@@ -70,6 +75,25 @@ pub struct SourceClass {
     /// A path relative to NCCL's `src/` (a prefix: `transport/net_ib/` covers the directory).
     pub file: &'static str,
     pub class: &'static str,
+}
+
+/// An `NCCL_*` setting that overrides NCCL's own choice (`NCCL_X set by
+/// environment to Y`): left over from debugging, it costs bandwidth.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    pub name: &'static str,
+    /// Values that switch a transport or path off entirely (`NCCL_P2P_LEVEL=LOC`).
+    pub turns_off: &'static [&'static str],
+    /// What is lost when it is off.
+    pub class: Option<&'static str>,
+    pub meaning: &'static str,
+}
+
+impl Setting {
+    /// Whether `value` switches off what this setting governs.
+    pub fn turns_off(&self, value: &str) -> bool {
+        self.turns_off.iter().any(|v| v.eq_ignore_ascii_case(value.trim()))
+    }
 }
 
 /// An address no other node can reach, as connect failures print it.
@@ -109,6 +133,7 @@ pub struct Catalogue {
     pub results: &'static [ResultCode],
     pub sources: &'static [SourceClass],
     pub unreachable_addresses: &'static [UnreachableAddress],
+    pub settings: &'static [Setting],
     patterns: &'static [CompiledPattern],
     /// INFO rows by the first word of their (anchored) pattern.
     info_by_word: HashMap<&'static str, Vec<usize>>,
@@ -145,6 +170,7 @@ impl Catalogue {
             results: RESULTS,
             sources: SOURCES,
             unreachable_addresses: UNREACHABLE_ADDRESSES,
+            settings: SETTINGS,
             patterns: PATTERNS,
             info_by_word,
             warn_by_word,
@@ -155,18 +181,30 @@ impl Catalogue {
     /// characters wins: `Call to posix_fallocate failed : %s` over `Call to %s
     /// failed : %s`). Framework rows match anywhere in the line.
     pub fn classify(&self, level: Level, text: &str) -> Option<Match<'_>> {
+        self.classify_at(level, text, None)
+    }
+
+    /// [`Self::classify`] for a message printed from NCCL source location
+    /// `source` (`transport/shm.cc:590`), where rows held to a file apply.
+    pub fn classify_at(&self, level: Level, text: &str, source: Option<&str>) -> Option<Match<'_>> {
         let text = collapse_spaces(text.trim());
-        let mut best: Option<(usize, usize)> = None;
+        let file = source.and_then(|s| s.split(':').next());
+        let mut best: Option<(usize, (usize, bool))> = None;
         for (i, (row, pattern)) in self.messages.iter().zip(self.patterns).enumerate() {
             if row.level != level || pattern.specificity() < 4 {
+                continue;
+            }
+            if row.only_in.is_some_and(|only| !file.is_some_and(|f| f.starts_with(only))) {
                 continue;
             }
             let hit = match level {
                 Level::Framework => text.contains(row.pattern.trim()),
                 _ => pattern.matches_collapsed(&text),
             };
-            if hit && best.is_none_or(|(_, s)| pattern.specificity() > s) {
-                best = Some((i, pattern.specificity()));
+            // A row held to this file outranks the same words anywhere.
+            let rank = (pattern.specificity(), row.only_in.is_some());
+            if hit && best.is_none_or(|(_, r)| rank > r) {
+                best = Some((i, rank));
             }
         }
         best.and_then(|(index, _)| Some(Match { index, row: self.messages.get(index)? }))
@@ -193,6 +231,11 @@ impl Catalogue {
             .filter(|(_, _, p)| p.matches_collapsed(&text))
             .max_by_key(|(_, _, p)| p.specificity())
             .map(|(index, row, _)| Match { index, row })
+    }
+
+    /// The tuning setting called `name`, if the table lists it.
+    pub fn setting(&self, name: &str) -> Option<&Setting> {
+        self.settings.iter().find(|s| s.name == name)
     }
 
     /// The subsystem class of an NCCL source location (`transport/nvls.cc:157`).
@@ -286,5 +329,25 @@ mod tests {
         assert_eq!(hit.row.class, "shm-too-small");
         let generic = CATALOGUE.classify(Level::Warn, "Call to bind failed : Address already in use");
         assert!(generic.is_some());
+    }
+
+    /// The same CUDA error means cuMem host memory in SHM's file (NVIDIA/nccl#1838)
+    /// and P2P anywhere else.
+    #[test]
+    fn a_row_held_to_a_file_applies_there_only() {
+        let text = "Cuda failure 217 'peer access is not supported between these two devices'";
+        let class = |source| CATALOGUE.classify_at(Level::Warn, text, source).map(|m| m.row.class);
+        assert_eq!(class(Some("transport/shm.cc:590")), Some("cumem-unsupported"));
+        assert_eq!(class(Some("transport/p2p.cc:275")), Some("p2p-disabled"));
+        assert_eq!(class(None), Some("p2p-disabled"));
+    }
+
+    #[test]
+    fn settings_say_which_values_switch_a_path_off() {
+        let level = CATALOGUE.setting("NCCL_P2P_LEVEL").unwrap();
+        assert!(level.turns_off("LOC") && level.turns_off("loc") && !level.turns_off("NVL"));
+        assert_eq!(level.class, Some("p2p-disabled"));
+        assert!(CATALOGUE.setting("NCCL_GRAPH_FILE").is_some_and(|s| s.turns_off.is_empty()));
+        assert!(CATALOGUE.setting("NCCL_DEBUG").is_none());
     }
 }

@@ -23,8 +23,20 @@ pub enum Found<'a> {
 /// Words one of which every framework row's line contains: a cheap gate
 /// before the table is consulted (these lines are rare, application output is not).
 /// `libfabric:` begins libfabric's own log lines, which aws-ofi-nccl users paste
-/// beside NCCL's.
-const GATE: [&str; 7] = ["NCCL", "nccl", "atchdog", "ProcessGroup", "Last error", "DistBackend", "libfabric:"];
+/// beside NCCL's; `Test CUDA failure` is nccl-tests' own check, and `CUDA
+/// error:` a framework's, whose CUDA error text can name the cause (the fabric
+/// manager's `system not yet initialized`).
+const GATE: [&str; 9] = [
+    "NCCL",
+    "nccl",
+    "atchdog",
+    "ProcessGroup",
+    "Last error",
+    "DistBackend",
+    "libfabric:",
+    "Test CUDA failure",
+    "CUDA error:",
+];
 
 pub fn recognise(text: &str) -> Option<Found<'_>> {
     if !GATE.iter().any(|g| text.contains(g)) {

@@ -114,8 +114,8 @@ impl MessageTable {
 /// call, an internal check, no row at all) from an NCCL source file of a known
 /// subsystem becomes that subsystem's class, the generic one kept beside it.
 fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, Vec<String>) {
-    let warn = CATALOGUE.classify(Level::Warn, text);
-    let own = if level == Level::Warn { None } else { CATALOGUE.classify(level, text) };
+    let warn = CATALOGUE.classify_at(Level::Warn, text, source);
+    let own = if level == Level::Warn { None } else { CATALOGUE.classify_at(level, text, source) };
     let generic = |class: &str| matches!(class, "unknown" | "internal-error" | "cuda-error");
     let pick = match (level, warn, own) {
         (Level::Warn, w, _) => w,

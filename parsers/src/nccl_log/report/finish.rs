@@ -174,7 +174,14 @@ impl LogParser {
         report.annotate_from_logged_paths();
         let printed = report.communicators.iter().filter_map(|c| c.nnodes).max();
         let named = u32::try_from(report.hosts.len()).ok().filter(|n| *n > 0);
-        report.nodes = printed.max(named);
+        // nccl-tests' device table names each rank's host, also when NCCL_DEBUG was off.
+        let tested = report
+            .nccl_tests
+            .iter()
+            .map(|run| run.ranks.iter().map(|r| r.host.as_str()).collect::<std::collections::BTreeSet<_>>().len())
+            .filter_map(|n| u32::try_from(n).ok().filter(|n| *n > 0))
+            .max();
+        report.nodes = printed.max(named).max(tested);
         report
     }
 }
