@@ -24,6 +24,8 @@ struct Class {
     why: String,
     #[serde(default)]
     fix: String,
+    #[serde(default)]
+    carried_by: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -152,12 +154,13 @@ fn main() {
         );
         let _ = writeln!(
             out,
-            "    ({}, Class {{ severity: {}, title: {}, why: {}, fix: {} }}),",
+            "    ({}, Class {{ severity: {}, title: {}, why: {}, fix: {}, carried_by: {} }}),",
             lit(name),
             severity(&c.severity, name),
             lit(&c.title),
             lit(&c.why),
-            lit(&c.fix)
+            lit(&c.fix),
+            opt(&c.carried_by)
         );
     }
     out.push_str("];\n");

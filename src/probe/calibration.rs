@@ -66,7 +66,13 @@ mod tests {
 
     /// topo's expectation for `row` on its example, in GB/s, and the path it names.
     fn expectation(row: &Row) -> (f64, String) {
-        let snapshot = crate::sources::load(crate::sources::Origin::Example(row.example)).unwrap();
+        // A bundled example by name, or a real topology file under tests/fixtures/.
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(row.example);
+        let origin = match row.example.contains('/') {
+            true => crate::sources::Origin::File(&fixture),
+            false => crate::sources::Origin::Example(row.example),
+        };
+        let snapshot = crate::sources::load(origin).unwrap();
         let topology = &snapshot.topology;
         let mut buses: Vec<String> = topology.gpus.iter().map(|g| g.bus_id.to_string()).collect();
         buses.sort();

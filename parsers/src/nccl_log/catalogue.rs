@@ -45,6 +45,10 @@ pub struct Class {
     pub title: &'static str,
     pub why: &'static str,
     pub fix: &'static str,
+    /// The network a message of this class shows carrying traffic (a work
+    /// completion comes only from a transport in use), for logs that print no
+    /// `Using network` line (before 2.5, or excerpts).
+    pub carried_by: Option<&'static str>,
 }
 
 /// One row of the table.

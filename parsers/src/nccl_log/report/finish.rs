@@ -172,6 +172,15 @@ impl LogParser {
             not_kept,
         };
         report.annotate_from_logged_paths();
+        // Nothing named the network: a message only a transport in use prints does.
+        if report.network.used.is_empty() {
+            let carried = report
+                .warnings
+                .iter()
+                .filter_map(|w| w.class.as_deref())
+                .find_map(|class| CATALOGUE.class(class).and_then(|c| c.carried_by));
+            report.network.used.extend(carried.map(str::to_string));
+        }
         let printed = report.communicators.iter().filter_map(|c| c.nnodes).max();
         let named = u32::try_from(report.hosts.len()).ok().filter(|n| *n > 0);
         // nccl-tests' device table names each rank's host, also when NCCL_DEBUG was off.
