@@ -90,6 +90,8 @@ struct Setting {
     turns_off: Vec<String>,
     #[serde(default)]
     class: Option<String>,
+    #[serde(default)]
+    selects: bool,
     meaning: String,
 }
 
@@ -255,10 +257,11 @@ fn main() {
         let values: Vec<String> = v.turns_off.iter().map(|x| lit(x)).collect();
         let _ = writeln!(
             out,
-            "    Setting {{ name: {}, turns_off: &[{}], class: {}, meaning: {} }},",
+            "    Setting {{ name: {}, turns_off: &[{}], class: {}, selects: {}, meaning: {} }},",
             lit(&v.name),
             values.join(", "),
             opt(&v.class),
+            v.selects,
             lit(&v.meaning)
         );
     }

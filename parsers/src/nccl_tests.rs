@@ -84,12 +84,16 @@ impl NcclTestsParser {
     }
 }
 
-/// `Rank  0 Group  0 Pid  34088 on      gpu34 device  0 [0000:07:00] NVIDIA A100-SXM4-80GB`.
+/// `Rank  0 Group  0 Pid  34088 on      gpu34 device  0 [0000:07:00] NVIDIA A100-SXM4-80GB`;
+/// nccl-tests before 2.11 printed no `Group` (`Rank  0 Pid 108039 on ip-0AB85F07 device  0 [0x00] ...`).
 fn parse_rank(header: &str) -> Option<NcclTestsRank> {
     let rest = header.strip_prefix("Rank")?;
-    let mut words = rest.split_whitespace();
+    let mut words = rest.split_whitespace().peekable();
     let rank = words.next()?.parse().ok()?;
-    let group = (words.next()? == "Group").then(|| words.next()?.parse().ok()).flatten()?;
+    let group = match words.peek() == Some(&"Group") {
+        true => words.nth(1)?.parse().ok()?,
+        false => 0,
+    };
     let pid = (words.next()? == "Pid").then(|| words.next()?.parse().ok()).flatten()?;
     let host = (words.next()? == "on").then(|| words.next()).flatten()?.to_string();
     let device = (words.next()? == "device").then(|| words.next()?.parse().ok()).flatten()?;
@@ -159,5 +163,14 @@ mod tests {
         assert_eq!(run.rows.len(), 1, "the row cut by an NCCL line is skipped");
         assert_eq!(run.rows[0].in_place.as_ref().unwrap().busbw, 21.64);
         assert_eq!((run.avg_bus_bandwidth, run.out_of_bounds), (Some(8.42113), Some(0)));
+    }
+
+    /// The device table of nccl-tests before `Group` was added (NVIDIA/nccl-tests#41).
+    #[test]
+    fn ranks_without_a_group() {
+        let rank = parse_rank("Rank  2 Pid 108039 on ip-0AB85F07 device  2 [0x00] Tesla V100-PCIE-16GB").unwrap();
+        assert_eq!((rank.rank, rank.group, rank.pid, rank.device), (2, 0, 108039, 2));
+        assert_eq!((rank.host.as_str(), rank.name.as_str()), ("ip-0AB85F07", "Tesla V100-PCIE-16GB"));
+        assert!(parse_rank("Rank  2 Group Pid 1 on h device 0 [0x00] x").is_none());
     }
 }

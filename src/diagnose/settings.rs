@@ -177,30 +177,50 @@ fn p2p_switched_off<'a>(
 }
 
 pub(super) fn env_override(inputs: &Inputs) -> Option<Finding> {
-    let tuning: Vec<Evidence> = inputs
+    let set: Vec<(&topo_parsers::nccl_log::catalogue::Setting, &topo_model::nccl::EnvOverride)> = inputs
         .report
         .env_overrides
         .iter()
-        .filter(|e| CATALOGUE.setting(&e.name).is_some())
+        .filter_map(|e| Some((CATALOGUE.setting(&e.name)?, e)))
         // `NCCL_SHM_DISABLE=0` and friends restate the default.
-        .filter(|e| !(e.name.ends_with("_DISABLE") && e.value == "0"))
-        .map(|e| {
+        .filter(|(_, e)| !(e.name.ends_with("_DISABLE") && e.value == "0"))
+        .collect();
+    if set.is_empty() {
+        return None;
+    }
+    let tuning = set.iter().filter(|(s, _)| !s.selects).count();
+    let evidence = set
+        .iter()
+        .map(|(_, e)| {
             let key = format!("env/{}={}", e.name, e.value);
             let hosts = format!(" (hosts: {})", e.hosts.join(", "));
             first_line(inputs.report, &key, format!("{} set by environment to {}", e.name, e.value), &hosts)
         })
         .collect();
-    (!tuning.is_empty()).then(|| {
-        Finding::new(
+    let finding = match tuning {
+        0 => Finding::new(
+            "env-override",
+            Severity::Info,
+            format!("{} NCCL setting(s) in the job's environment choose its interfaces or devices", set.len()),
+            evidence,
+            "They replace NCCL's own choice of interface, NIC, GID or topology. Often needed; but a launcher or \
+             image may set them unasked (Ray sets NCCL_SOCKET_IFNAME=^lo,docker,veth by default), overriding the \
+             cluster's own /etc/nccl.conf.",
+            "Check each names what exists on every node (`ip -br addr`, `ibv_devices`, `show_gids`); unset those \
+             the job did not mean to set.",
+        ),
+        _ => Finding::new(
             "env-override",
             Severity::Warning,
-            format!("{} NCCL tuning variable(s) set in the job's environment", tuning.len()),
-            tuning,
+            format!("{tuning} NCCL tuning variable(s) set in the job's environment"),
+            evidence,
             "These override NCCL's own choice of transport, algorithm, protocol or channel count; set once to \
              debug a fault, they stay and quietly cap bandwidth on hardware that no longer needs them.",
             "Remove them unless each is documented as a workaround for this cluster; compare a run without them.",
-        )
-    })
+        ),
+    };
+    let hosts = set.iter().flat_map(|(_, e)| e.hosts.iter().cloned()).collect::<BTreeSet<_>>();
+    Some(finding.on(hosts, Vec::<u32>::new()))
 }
 
 /// Ranks that should agree but do not: NCCL versions, or environment overrides

@@ -90,6 +90,10 @@ pub struct Setting {
     pub turns_off: &'static [&'static str],
     /// What is lost when it is off.
     pub class: Option<&'static str>,
+    /// It selects hardware (interfaces, HCAs, a GID, a topology) rather than
+    /// tuning NCCL: often required, named so the reader sees what the job was
+    /// told (launchers such as Ray set some of these unasked).
+    pub selects: bool,
     pub meaning: &'static str,
 }
 
@@ -193,7 +197,7 @@ impl Catalogue {
     pub fn classify_at(&self, level: Level, text: &str, source: Option<&str>) -> Option<Match<'_>> {
         let text = collapse_spaces(text.trim());
         let file = source.and_then(|s| s.split(':').next());
-        let mut best: Option<(usize, (usize, bool))> = None;
+        let mut best: Option<(usize, (bool, usize, bool))> = None;
         for (i, (row, pattern)) in self.messages.iter().zip(self.patterns).enumerate() {
             if row.level != level || pattern.specificity() < 4 {
                 continue;
@@ -205,8 +209,11 @@ impl Catalogue {
                 Level::Framework => text.contains(row.pattern.trim()),
                 _ => pattern.matches_collapsed(&text),
             };
-            // A row held to this file outranks the same words anywhere.
-            let rank = (pattern.specificity(), row.only_in.is_some());
+            // A framework line that names a cause (`internal error`) is read by
+            // it before a generic wrapper (`ncclCommInitRank failed`); a row
+            // held to this file outranks the same words anywhere.
+            let named = level != Level::Framework || row.class != "unknown";
+            let rank = (named, pattern.specificity(), row.only_in.is_some());
             if hit && best.is_none_or(|(_, r)| rank > r) {
                 best = Some((i, rank));
             }

@@ -435,7 +435,7 @@ impl LogParser {
     /// `ncclGetLastError()`, a launcher that kept only the message): a line
     /// that one of the table's WARN rows printed, long enough to be no accident.
     fn bare_warn_text(&mut self, text: &str, rank: Option<u32>) -> bool {
-        let message = framework::without_rank_tag(text.trim());
+        let message = without_source_and_level(framework::without_rank_tag(text.trim()));
         if CATALOGUE.bare_warn(message).is_none() {
             return false;
         }
@@ -631,6 +631,20 @@ fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
         .collect()
 }
 
+/// The message of a WARN line that lost only its `host:pid:tid [dev]` prefix
+/// (`include/socket.h:344 WARN Socket creation failed : ...`, as a launcher or
+/// a paste keeps it): without NCCL's source location and level word.
+fn without_source_and_level(text: &str) -> &str {
+    let Some((location, rest)) = text.split_once(' ') else { return text };
+    let (file, line) = location.rsplit_once(':').unwrap_or(("", ""));
+    let source_file = [".cc", ".c", ".h", ".cu", ".cpp"].iter().any(|ext| file.ends_with(ext));
+    if !source_file || line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+        return text;
+    }
+    let rest = rest.trim_start();
+    rest.strip_prefix("NCCL WARN ").or_else(|| rest.strip_prefix("WARN ")).map_or(text, str::trim_start)
+}
+
 fn push_unique(list: &mut Vec<String>, item: &str) {
     if list.len() < MAX_SMALL_TABLE && !list.iter().any(|i| i == item) {
         list.push(item.to_string());
@@ -677,6 +691,16 @@ fn datatype_size(datatype: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_warn_without_its_prefix_keeps_its_message() {
+        let text = "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol";
+        assert_eq!(without_source_and_level(text), "Socket creation failed : Address family not supported by protocol");
+        assert_eq!(without_source_and_level("misc/socket.cc:71 NCCL WARN socketProgress: x"), "socketProgress: x");
+        // Not a source location: left alone.
+        assert_eq!(without_source_and_level("Traceback: WARN x"), "Traceback: WARN x");
+        assert_eq!(without_source_and_level("socket.h:3a WARN x"), "socket.h:3a WARN x");
+    }
 
     #[test]
     fn glued_hostnames_fold_into_the_real_one() {
