@@ -469,9 +469,6 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // No NCCL line: sglang's own log and a firewall named in the thread (refused, exit 2).
         ("308-", "bootstrap-connect-failure"),
         // Batches F and G (320-354), after the session's rules:
-        // `Connection closed by remote peer` during bootstrap (raised as a lost
-        // peer); that a stray connection (a scanner) hit the listener is the thread's.
-        ("323-", "bootstrap-connect-failure"),
         // A hang behind a firewall: the lines end with a healthy init start.
         ("328-", "bootstrap-connect-failure"),
         // A hang under the AMD IOMMU: the lines show only a CUDA library path WARN.

@@ -13,6 +13,11 @@ use topo_parsers::nccl_log::catalogue::{self, CATALOGUE, Level};
 
 /// Code of the finding for WARN lines no row of the table explains.
 pub(super) const UNCLASSIFIED_WARNING: &str = "nccl-warning";
+/// A peer went away (a connection closed, a remote error).
+const PEER_LOST: &str = "peer-lost";
+/// The class of the bootstrap's source files in the table's `sources`.
+const BOOTSTRAP: &str = "bootstrap-connect-failure";
+
 /// Code of the finding for framework errors and error trails that name no cause.
 pub(super) const UNEXPLAINED_ERROR: &str = "nccl-error";
 
@@ -143,9 +148,23 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
         .min_by_key(|s| (code_of(s) == UNEXPLAINED_ERROR, is_wrapper(s), position(s.warning)))
         .map(|s| code_of(s));
 
+    // The first failure is a connection the peer closed, and the error trail
+    // runs through the bootstrap (`bootstrap.cc:701 -> 6`): the ranks'
+    // bootstrap failed, whether the peer died or something else (a scanner, a
+    // firewall) closed it.
+    let bootstrap_trail = fatal
+        && causal.as_deref() == Some(PEER_LOST)
+        && report
+            .error_codes
+            .iter()
+            .filter(|e| e.code != 0)
+            .any(|e| CATALOGUE.source_class(&e.location) == Some(BOOTSTRAP));
     let mut by_code: BTreeMap<String, Vec<&Said>> = BTreeMap::new();
     for s in &said {
         by_code.entry(code_of(s)).or_default().push(s);
+        if bootstrap_trail && code_of(s) == PEER_LOST {
+            by_code.entry(BOOTSTRAP.to_string()).or_default().push(s);
+        }
         // The further classes the message points at get it as evidence too.
         for also in &s.warning.also {
             let list = by_code.entry(also.clone()).or_default();
