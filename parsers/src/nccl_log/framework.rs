@@ -22,11 +22,11 @@ pub enum Found<'a> {
 
 /// Words one of which every framework row's line contains: a cheap gate
 /// before the table is consulted (these lines are rare, application output is not).
-/// `libfabric:` and `libibverbs:` begin those libraries' own log lines, which
-/// users paste beside NCCL's; `Test CUDA failure` is nccl-tests' own check, and
+/// `libfabric:`, `libibverbs:` and `mlx5:` begin those libraries' own log
+/// lines, which users paste beside NCCL's; `Test CUDA failure` is nccl-tests' own check, and
 /// `CUDA error:` a framework's, whose CUDA error text can name the cause (the
 /// fabric manager's `system not yet initialized`).
-const GATE: [&str; 10] = [
+const GATE: [&str; 11] = [
     "NCCL",
     "nccl",
     "atchdog",
@@ -35,6 +35,7 @@ const GATE: [&str; 10] = [
     "DistBackend",
     "libfabric:",
     "libibverbs:",
+    "mlx5:",
     "Test CUDA failure",
     "CUDA error:",
 ];
