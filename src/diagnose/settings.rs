@@ -72,7 +72,7 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
     let p2p_settings = || {
         report.env_overrides.iter().filter_map(|e| {
             let setting = CATALOGUE.setting(&e.name).filter(|s| s.class == Some("p2p-disabled"))?;
-            (!(e.name.ends_with("_DISABLE") && e.value == "0")).then_some((setting, e))
+            (!restates_default(e)).then_some((setting, e))
         })
     };
     let limiting: Vec<String> = p2p_settings().map(|(_, e)| format!("{}={}", e.name, e.value)).collect();
@@ -144,6 +144,11 @@ pub(super) fn p2p_not_used(inputs: &Inputs) -> Option<Finding> {
     )
 }
 
+/// `NCCL_SHM_DISABLE=0` and friends: a setting that restates NCCL's default.
+fn restates_default(e: &topo_model::nccl::EnvOverride) -> bool {
+    e.name.ends_with("_DISABLE") && e.value == "0"
+}
+
 /// P2P switched off by a setting, in a log that shows no hop between GPUs.
 fn p2p_switched_off<'a>(
     report: &topo_model::nccl::NcclReport,
@@ -182,8 +187,7 @@ pub(super) fn env_override(inputs: &Inputs) -> Option<Finding> {
         .env_overrides
         .iter()
         .filter_map(|e| Some((CATALOGUE.setting(&e.name)?, e)))
-        // `NCCL_SHM_DISABLE=0` and friends restate the default.
-        .filter(|(_, e)| !(e.name.ends_with("_DISABLE") && e.value == "0"))
+        .filter(|(_, e)| !restates_default(e))
         .collect();
     if set.is_empty() {
         return None;
