@@ -353,6 +353,29 @@ mod tests {
         assert_eq!(class(None), Some("p2p-disabled"));
     }
 
+    /// A CUDA error string names the same cause in NCCL's WARN (both forms)
+    /// and in a framework's `CUDA error:` line (lines as users paste them).
+    #[test]
+    fn cuda_error_strings_name_their_cause_everywhere() {
+        for (text, class) in [
+            ("uncorrectable NVLink error detected during the execution", "nvlink-fabric-failure"),
+            ("peer mapping resources exhausted", "resource-exhausted"),
+            ("invalid device ordinal", "configuration-error"),
+            ("system has unsupported display driver / cuda driver combination", "version-mismatch"),
+            ("an illegal memory access was encountered", "cuda-error"),
+        ] {
+            let warn = CATALOGUE.classify(Level::Warn, &format!("Cuda failure '{text}'"));
+            let numbered = CATALOGUE.classify(Level::Warn, &format!("Cuda failure 999 '{text}'"));
+            let framework = CATALOGUE.classify(Level::Framework, &format!("RuntimeError: CUDA error: {text}"));
+            for found in [warn, numbered, framework] {
+                assert_eq!(found.map(|m| m.row.class), Some(class), "{text}");
+            }
+        }
+        // An unknown CUDA error stays a CUDA error.
+        let other = CATALOGUE.classify(Level::Warn, "Cuda failure 'misaligned address'").map(|m| m.row.class);
+        assert_eq!(other, Some("cuda-error"));
+    }
+
     #[test]
     fn settings_say_which_values_switch_a_path_off() {
         let level = CATALOGUE.setting("NCCL_P2P_LEVEL").unwrap();
