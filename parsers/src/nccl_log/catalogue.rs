@@ -376,6 +376,22 @@ mod tests {
         assert_eq!(other, Some("cuda-error"));
     }
 
+    /// PyTorch's rendezvous store failing before NCCL starts, in the words
+    /// of public reports (vllm-project/vllm#19670; a retried connect from a
+    /// DDP tutorial's output): the timeout is fatal, one failed connect is not.
+    #[test]
+    fn the_rendezvous_store_failing_is_a_bootstrap_failure() {
+        let fatal = "torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while trying to connect to (172.17.0.9, 46229).";
+        let retried = "[W socket.cpp:663] [c10d] The client socket has failed to connect to [localhost]:12345 (errno: 101 - Network is unreachable).";
+        let fatal = CATALOGUE.classify(Level::Framework, fatal).unwrap();
+        let retried = CATALOGUE.classify(Level::Framework, retried).unwrap();
+        assert_eq!((fatal.row.class, retried.row.class), ("bootstrap-connect-failure", "bootstrap-connect-failure"));
+        assert_eq!(
+            (CATALOGUE.severity(fatal.row), CATALOGUE.severity(retried.row)),
+            (Severity::Error, Severity::Warning)
+        );
+    }
+
     #[test]
     fn settings_say_which_values_switch_a_path_off() {
         let level = CATALOGUE.setting("NCCL_P2P_LEVEL").unwrap();

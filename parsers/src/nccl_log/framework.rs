@@ -25,8 +25,9 @@ pub enum Found<'a> {
 /// `libfabric:`, `libibverbs:` and `mlx5:` begin those libraries' own log
 /// lines, which users paste beside NCCL's; `Test CUDA failure` is nccl-tests' own check, and
 /// `CUDA error:` a framework's, whose CUDA error text can name the cause (the
-/// fabric manager's `system not yet initialized`).
-const GATE: [&str; 11] = [
+/// fabric manager's `system not yet initialized`); `c10d` and
+/// `DistNetworkError` are PyTorch's rendezvous store failing before NCCL starts.
+const GATE: [&str; 13] = [
     "NCCL",
     "nccl",
     "atchdog",
@@ -36,6 +37,8 @@ const GATE: [&str; 11] = [
     "libfabric:",
     "libibverbs:",
     "mlx5:",
+    "c10d",
+    "DistNetworkError",
     "Test CUDA failure",
     "CUDA error:",
 ];
