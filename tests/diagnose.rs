@@ -480,6 +480,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // docker's /dev/shm is the threads' finding.
         ("361-", "shm-too-small"),
         ("362-", "shm-too-small"),
+        // Batch I (380-391): `unhandled system error` alone (docker's /dev/shm,
+        // 380); a watchdog timeout whose driver (545) the title blames (385).
+        ("380-", "shm-too-small"),
+        ("385-", "p2p-disabled"),
     ];
     let (mut expected, mut raised, mut causes) = (0, 0, 0);
     let mut unreadable = Vec::new();
@@ -517,7 +521,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 79, "{causes} established causes");
+    assert!(causes >= 86, "{causes} established causes");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
     // 87 % when written (63 of 72); the classes a reader expects go beyond the

@@ -148,6 +148,9 @@ pub struct Catalogue {
     /// WARN rows with enough literal text to recognise a line that lost its
     /// prefix, by the first word of their pattern.
     warn_by_word: HashMap<&'static str, Vec<usize>>,
+    /// The framework rows, each with its text's searcher built once: the only
+    /// rows a candidate framework line (on the per-line path) is held against.
+    framework_rows: Vec<(usize, memchr::memmem::Finder<'static>)>,
 }
 
 /// A row of the table that matched a line.
@@ -161,6 +164,12 @@ impl Catalogue {
     fn shipped() -> Catalogue {
         let mut info_by_word: HashMap<&'static str, Vec<usize>> = HashMap::new();
         let mut warn_by_word: HashMap<&'static str, Vec<usize>> = HashMap::new();
+        let framework_rows = MESSAGES
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.level == Level::Framework)
+            .map(|(i, m)| (i, memchr::memmem::Finder::new(m.pattern.trim().as_bytes())))
+            .collect();
         for (i, (row, pattern)) in MESSAGES.iter().zip(PATTERNS).enumerate() {
             let Some(word) = pattern.first_word() else { continue };
             match row.level {
@@ -182,6 +191,7 @@ impl Catalogue {
             patterns: PATTERNS,
             info_by_word,
             warn_by_word,
+            framework_rows,
         }
     }
 
@@ -198,17 +208,23 @@ impl Catalogue {
         let text = collapse_spaces(text.trim());
         let file = source.and_then(|s| s.split(':').next());
         let mut best: Option<(usize, (bool, usize, bool))> = None;
-        for (i, (row, pattern)) in self.messages.iter().zip(self.patterns).enumerate() {
+        // Framework rows: their text anywhere in the line, by prebuilt searchers.
+        let framework_hits = self
+            .framework_rows
+            .iter()
+            .filter(|_| level == Level::Framework)
+            .filter(|(_, finder)| finder.find(text.as_bytes()).is_some())
+            .map(|(i, _)| *i);
+        let other_rows = (0..self.messages.len()).filter(|_| level != Level::Framework);
+        for i in framework_hits.chain(other_rows) {
+            let (Some(row), Some(pattern)) = (self.messages.get(i), self.patterns.get(i)) else { continue };
             if row.level != level || pattern.specificity() < 4 {
                 continue;
             }
             if row.only_in.is_some_and(|only| !file.is_some_and(|f| f.starts_with(only))) {
                 continue;
             }
-            let hit = match level {
-                Level::Framework => text.contains(row.pattern.trim()),
-                _ => pattern.matches_collapsed(&text),
-            };
+            let hit = level == Level::Framework || pattern.matches_collapsed(&text);
             // A framework line that names a cause (`internal error`) is read by
             // it before a generic wrapper (`ncclCommInitRank failed`); a row
             // held to this file outranks the same words anywhere.
@@ -371,6 +387,9 @@ mod tests {
                 assert_eq!(found.map(|m| m.row.class), Some(class), "{text}");
             }
         }
+        // In quotes, as other CUDA checks print it (SGLang's custom all-reduce, sglang-project/sglang#552).
+        let quoted = "Failed: Cuda error /home/runner/work/vllm/vllm/csrc/custom_all_reduce.cuh:307 'peer access is not supported between these two devices'";
+        assert_eq!(CATALOGUE.classify(Level::Framework, quoted).map(|m| m.row.class), Some("p2p-disabled"));
         // An unknown CUDA error stays a CUDA error.
         let other = CATALOGUE.classify(Level::Warn, "Cuda failure 'misaligned address'").map(|m| m.row.class);
         assert_eq!(other, Some("cuda-error"));

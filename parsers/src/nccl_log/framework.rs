@@ -24,10 +24,10 @@ pub enum Found<'a> {
 /// before the table is consulted (these lines are rare, application output is not).
 /// `libfabric:`, `libibverbs:` and `mlx5:` begin those libraries' own log
 /// lines, which users paste beside NCCL's; `Test CUDA failure` is nccl-tests' own check, and
-/// `CUDA error:` a framework's, whose CUDA error text can name the cause (the
+/// `CUDA error:` / `Cuda error` a framework's, whose CUDA error text can name the cause (the
 /// fabric manager's `system not yet initialized`); `c10d` and
 /// `DistNetworkError` are PyTorch's rendezvous store failing before NCCL starts.
-const GATE: [&str; 13] = [
+const GATE: [&str; 14] = [
     "NCCL",
     "nccl",
     "atchdog",
@@ -41,6 +41,7 @@ const GATE: [&str; 13] = [
     "DistNetworkError",
     "Test CUDA failure",
     "CUDA error:",
+    "Cuda error",
 ];
 
 pub fn recognise(text: &str) -> Option<Found<'_>> {
