@@ -53,6 +53,8 @@ struct Message {
 struct SourceClass {
     file: String,
     class: String,
+    #[serde(default)]
+    carries: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -97,6 +99,28 @@ struct Setting {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct Suspect {
+    class: String,
+    check: String,
+    #[serde(default)]
+    first_when: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Suspects {
+    failure: String,
+    title: String,
+    #[serde(default)]
+    codes: Vec<String>,
+    #[serde(default)]
+    words: Vec<String>,
+    basis: String,
+    list: Vec<Suspect>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct File {
     #[serde(default)]
     classes: BTreeMap<String, Class>,
@@ -112,6 +136,8 @@ struct File {
     unreachable_addresses: Vec<UnreachableAddress>,
     #[serde(default)]
     settings: Vec<Setting>,
+    #[serde(default)]
+    suspects: Vec<Suspects>,
 }
 
 /// A Rust string literal (Debug escapes are Rust's own).
@@ -129,6 +155,8 @@ fn variant(kind: &str, value: &str, allowed: &[(&str, &str)], row: &str) -> Stri
         None => panic!("nccl-messages.yaml: {row}: unknown {kind} {value:?}"),
     }
 }
+
+const SCOPES: &[(&str, &str)] = &[("single-node", "SingleNode"), ("multi-node", "MultiNode")];
 
 const SEVERITIES: &[(&str, &str)] = &[("info", "Info"), ("warning", "Warning"), ("error", "Error")];
 const LEVELS: &[(&str, &str)] = &[("warn", "Warn"), ("info", "Info"), ("framework", "Framework")];
@@ -240,7 +268,13 @@ fn main() {
     let _ = writeln!(out, "pub(super) static SOURCES: &[SourceClass] = &[");
     for s in &file.sources {
         known(&s.class, &s.file);
-        let _ = writeln!(out, "    SourceClass {{ file: {}, class: {} }},", lit(&s.file), lit(&s.class));
+        let _ = writeln!(
+            out,
+            "    SourceClass {{ file: {}, class: {}, carries: {} }},",
+            lit(&s.file),
+            lit(&s.class),
+            opt(&s.carries)
+        );
     }
     out.push_str("];\n");
 
@@ -263,6 +297,39 @@ fn main() {
             opt(&v.class),
             v.selects,
             lit(&v.meaning)
+        );
+    }
+    out.push_str("];\n");
+
+    let _ = writeln!(out, "pub(super) static SUSPECTS: &[Suspects] = &[");
+    for f in &file.suspects {
+        let row = format!("suspects {:?}", f.failure);
+        assert!(!f.codes.is_empty() || !f.words.is_empty(), "{path}: {row} names neither codes nor words");
+        assert!(!f.list.is_empty(), "{path}: {row} lists no suspect");
+        let mut list = Vec::new();
+        for s in &f.list {
+            known(&s.class, &row);
+            let when = s
+                .first_when
+                .as_deref()
+                .map_or("None".to_string(), |w| format!("Some({})", variant("Scope", w, SCOPES, &row)));
+            list.push(format!(
+                "Suspect {{ class: {}, check: {}, first_when: {} }}",
+                lit(&s.class),
+                lit(&s.check),
+                when
+            ));
+        }
+        let strings = |v: &[String]| v.iter().map(|x| lit(x)).collect::<Vec<_>>().join(", ");
+        let _ = writeln!(
+            out,
+            "    Suspects {{ failure: {}, title: {}, codes: &[{}], words: &[{}], basis: {}, list: &[{}] }},",
+            lit(&f.failure),
+            lit(&f.title),
+            strings(&f.codes),
+            strings(&f.words),
+            lit(&f.basis),
+            list.join(", ")
         );
     }
     out.push_str("];\n");

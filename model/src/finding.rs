@@ -45,6 +45,27 @@ pub struct Finding {
     /// The ranks it applies to (empty: not known, or every rank).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<u32>,
+    /// For a failure whose evidence names no cause (a bare `unhandled system
+    /// error`): the causes public threads established for such failures,
+    /// most likely first, each with the check that tells it apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspects: Option<Suspects>,
+}
+
+/// Likely causes of a failure the log does not explain, and why this order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspects {
+    /// Where the order comes from (threads that established the cause).
+    pub basis: String,
+    pub list: Vec<Suspect>,
+}
+
+/// One likely cause: its finding code, what it is, how to check it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspect {
+    pub code: String,
+    pub title: String,
+    pub check: String,
 }
 
 /// One fact a finding rests on: a log line (`file:line`) or a fact of the
@@ -85,6 +106,7 @@ impl Finding {
             fix: fix.into(),
             hosts: Vec::new(),
             ranks: Vec::new(),
+            suspects: None,
         }
     }
 

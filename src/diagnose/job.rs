@@ -229,3 +229,45 @@ fn datatype_name(datatype: u32) -> &'static str {
         _ => "datatype ?",
     }
 }
+
+/// Two ranks of one communicator on one host and one GPU (the same PCI bus id
+/// in their `Init START` lines): NCCL refuses it (`Duplicate GPU detected`;
+/// 2.30's `Multiple Ranks are using the same GPU/Partition` unless
+/// NCCL_MULTI_RANK_GPU_ENABLE=1), and the excerpt a user pastes often holds
+/// the init lines but not that WARN. The device index is not compared: with
+/// per-rank CUDA_VISIBLE_DEVICES every rank's GPU is device 0.
+pub(super) fn shared_gpu(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let allowed = report.env_overrides.iter().any(|e| e.name == "NCCL_MULTI_RANK_GPU_ENABLE" && e.value.trim() == "1");
+    if allowed {
+        return None;
+    }
+    let mut evidence = Vec::new();
+    let (mut hosts, mut ranks) = (BTreeSet::new(), BTreeSet::new());
+    for comm in &report.communicators {
+        let mut by_gpu: BTreeMap<(&str, topo_model::BusId), BTreeSet<u32>> = BTreeMap::new();
+        for r in &comm.ranks {
+            if let (Some(host), Some(bus)) = (r.host.as_deref(), r.bus_id) {
+                by_gpu.entry((host, bus)).or_default().insert(r.rank);
+            }
+        }
+        for ((host, bus), sharing) in by_gpu.into_iter().filter(|(_, r)| r.len() > 1) {
+            let list: Vec<String> = sharing.iter().map(u32::to_string).collect();
+            let text = format!("comm {}: ranks {} all on {host}'s GPU {bus}", comm.id, list.join(", "));
+            evidence.push(fact("Init START lines", text));
+            hosts.insert(host.to_string());
+            ranks.extend(sharing);
+        }
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    evidence.extend(
+        warnings_matching(report, &["Duplicate GPU", "Multiple Ranks are using"]).into_iter().map(warning_evidence),
+    );
+    let class = topo_parsers::nccl_log::catalogue::CATALOGUE.class("duplicate-gpu")?;
+    Some(
+        Finding::new("duplicate-gpu", Severity::Error, class.title.to_string(), evidence, class.why, class.fix)
+            .on(hosts, ranks),
+    )
+}

@@ -191,6 +191,24 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
             finding_for(&code, severity, evidence, is_cause).on(hosts.collect::<Vec<_>>(), ranks.collect::<Vec<_>>()),
         );
     }
+    // NCCL's own verdict in the trail's result codes (`-> 3`, ncclInternalError;
+    // `-> 5`, ncclInvalidUsage), where no message already says it: a bootstrap
+    // WARN followed by `-> 3` is NCCL calling it an internal error.
+    if !said.is_empty() {
+        for class in verdicts_of_trail(report) {
+            if !out.iter().any(|f| f.code == class) {
+                let evidence: Vec<Evidence> = trail_summary(report).into_iter().collect();
+                // Beside a cause the messages name, NCCL's verdict is context.
+                let named = fatal && causal.as_deref().is_some_and(|c| c != UNEXPLAINED_ERROR && c != class);
+                let severity = match CATALOGUE.class(class).and_then(|c| c.severity) {
+                    _ if named => Severity::Info,
+                    Some(catalogue::Severity::Error) => Severity::Error,
+                    _ => Severity::Warning,
+                };
+                out.push(finding_for(class, severity, evidence, false));
+            }
+        }
+    }
     // An error trail with nothing that says why: the trail itself.
     if said.is_empty() && report.error_codes.iter().any(|e| e.code != 0 && e.code != 7) {
         let trail = trail_only(report);
@@ -248,6 +266,21 @@ fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause
     };
     let title = if is_cause { format!("{title} (the first failure in the log)") } else { title };
     Finding::new(code, severity, title, evidence, &why, &fix)
+}
+
+/// The classes of the trail's result codes that are NCCL's verdict on the
+/// failure rather than its mechanism (an internal error, invalid usage).
+fn verdicts_of_trail(report: &NcclReport) -> Vec<&'static str> {
+    const VERDICTS: [&str; 2] = ["internal-error", "invalid-usage"];
+    let mut out: Vec<&'static str> = report
+        .error_codes
+        .iter()
+        .filter_map(|e| CATALOGUE.result(e.code)?.class)
+        .filter(|c| VERDICTS.contains(c))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// One line about the error trail: how many propagation lines, which codes.

@@ -9,6 +9,7 @@ mod messages;
 mod network;
 mod rules;
 mod settings;
+mod suspects;
 
 use topo_model::nccl::NcclReport;
 use topo_model::{Finding, Snapshot};
@@ -32,6 +33,7 @@ pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding>
             finding.hosts = report.hosts.clone();
         }
     }
+    suspects::attach(&mut findings, cause.as_deref(), report);
     findings.extend(machine.map(crate::checks::hardware).unwrap_or_default());
     // The cause of a failed job first, then by severity, then log order.
     let is_cause = |f: &Finding| cause.as_deref() == Some(f.code.as_str());

@@ -187,3 +187,49 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
         )
     })
 }
+
+/// One host name, several machines: the same interface of "one host" at
+/// different addresses (`eth1:100.102.32.176` and `eth1:100.102.32.175`, both
+/// from `node1`). An interface holds one address per machine; two mean two
+/// machines behind one name, which NCCL before 2.5 took for one node.
+pub(super) fn shared_host_name(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let [host] = report.hosts.as_slice() else { return None };
+    let mut by_interface: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> = Default::default();
+    for entry in &report.network.bootstrap {
+        let Some((name, rest)) = entry.split_once(':') else { continue };
+        let address = rest.split('<').next().unwrap_or(rest);
+        if !address.is_empty() {
+            by_interface.entry(name).or_default().insert(address);
+        }
+    }
+    let evidence: Vec<Evidence> = by_interface
+        .iter()
+        .filter(|(_, addresses)| addresses.len() > 1)
+        .map(|(name, addresses)| {
+            let list: Vec<&str> = addresses.iter().copied().collect();
+            fact("bootstrap", format!("{host}'s {name} at {} addresses: {}", list.len(), list.join(", ")))
+        })
+        .collect();
+    if evidence.is_empty() {
+        return None;
+    }
+    // NCCL itself is misled only before 2.5; later, only the log's reader is
+    // (and a log whose host names were redacted reads the same way).
+    let misled = report.nccl_versions.iter().any(|v| version_below(v, (2, 5)));
+    let severity = if misled { Severity::Error } else { Severity::Warning };
+    let class = CATALOGUE.class("host-name-shared")?;
+    Some(
+        Finding::new("host-name-shared", severity, class.title.to_string(), evidence, class.why, class.fix)
+            .on([host.clone()], []),
+    )
+}
+
+/// Whether an `NCCL version` string (`2.4.8+cuda10.1`) is older than `major.minor`.
+fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
+    let mut parts = version.split(['.', '+']).map(|p| p.parse::<u32>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(a), Some(b)) => (a, b) < (major, minor),
+        _ => false,
+    }
+}

@@ -18,7 +18,9 @@ pub const RULES: &[Rule] = &[
     job::ring_suboptimal,
     settings::few_channels,
     network::bootstrap_interface,
+    network::shared_host_name,
     job::collective_timeout,
     job::collective_mismatch,
+    job::shared_gpu,
     job::small_messages,
 ];

@@ -29,6 +29,12 @@ pub fn render(findings: &[Finding]) -> String {
         }
         let _ = writeln!(out, "  why       {}", finding.why);
         let _ = writeln!(out, "  fix       {}", finding.fix);
+        if let Some(suspects) = &finding.suspects {
+            let _ = writeln!(out, "  suspects  the lines do not say which cause; {}", suspects.basis);
+            for (i, s) in suspects.list.iter().enumerate() {
+                let _ = writeln!(out, "    {}. {}: {}\n       check: {}", i + 1, s.code, s.title, s.check);
+            }
+        }
     }
     out
 }

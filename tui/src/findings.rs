@@ -53,6 +53,12 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     }
     detail.push(Line::raw(format!("why       {}", finding.why)));
     detail.push(Line::raw(format!("fix       {}", finding.fix)));
+    if let Some(suspects) = &finding.suspects {
+        detail.push(Line::raw(format!("suspects  the lines do not say which cause; {}", suspects.basis)));
+        for (i, s) in suspects.list.iter().enumerate() {
+            detail.push(Line::raw(format!("  {}. {}: {} (check: {})", i + 1, s.code, s.title, s.check)));
+        }
+    }
     let block = Block::new().borders(Borders::ALL).title(format!(" {} ", finding.code));
     frame.render_widget(Paragraph::new(detail).wrap(Wrap { trim: false }).block(block), detail_area);
 }

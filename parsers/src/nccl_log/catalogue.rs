@@ -79,6 +79,8 @@ pub struct SourceClass {
     /// A path relative to NCCL's `src/` (a prefix: `transport/net_ib/` covers the directory).
     pub file: &'static str,
     pub class: &'static str,
+    /// The network a message from this file proves in use (`IB`, `Socket`).
+    pub carries: Option<&'static str>,
 }
 
 /// An `NCCL_*` setting that overrides NCCL's own choice (`NCCL_X set by
@@ -101,6 +103,61 @@ impl Setting {
     /// Whether `value` switches off what this setting governs.
     pub fn turns_off(&self, value: &str) -> bool {
         self.turns_off.iter().any(|v| v.eq_ignore_ascii_case(value.trim()))
+    }
+}
+
+/// How far a job reached, as far as its log tells (see `first_when`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    SingleNode,
+    MultiNode,
+}
+
+/// A cause public threads established for a failure whose log names none.
+#[derive(Debug, Clone, Copy)]
+pub struct Suspect {
+    pub class: &'static str,
+    /// How to tell this cause apart on the machine.
+    pub check: &'static str,
+    /// The suspect leads when the job ran on one node / several.
+    pub first_when: Option<Scope>,
+}
+
+/// The suspects of one kind of failure that names no cause (a bare
+/// `unhandled system error`), most frequent first.
+#[derive(Debug, Clone, Copy)]
+pub struct Suspects {
+    pub failure: &'static str,
+    pub title: &'static str,
+    /// Finding codes of such a failure.
+    pub codes: &'static [&'static str],
+    /// Evidence text that marks it (matched without regard to case).
+    pub words: &'static [&'static str],
+    /// Where the order comes from.
+    pub basis: &'static str,
+    pub list: &'static [Suspect],
+}
+
+impl Suspects {
+    /// Whether a failure finding of `code` with these evidence texts is this kind.
+    pub fn matches<'a>(&self, code: &str, texts: impl IntoIterator<Item = &'a str>) -> bool {
+        if self.codes.contains(&code) {
+            return true;
+        }
+        let words: Vec<String> = self.words.iter().map(|w| w.to_ascii_lowercase()).collect();
+        texts.into_iter().any(|t| {
+            let t = t.to_ascii_lowercase();
+            words.iter().any(|w| t.contains(w.as_str()))
+        })
+    }
+
+    /// The list in the order that fits the job: a suspect whose `first_when`
+    /// matches `scope` leads; the rest keep the table's order.
+    pub fn ordered(&self, scope: Option<Scope>) -> Vec<&'static Suspect> {
+        let leads = |s: &Suspect| scope.is_some() && s.first_when == scope;
+        let mut out: Vec<&'static Suspect> = self.list.iter().filter(|s| leads(s)).collect();
+        out.extend(self.list.iter().filter(|s| !leads(s)));
+        out
     }
 }
 
@@ -142,6 +199,8 @@ pub struct Catalogue {
     pub sources: &'static [SourceClass],
     pub unreachable_addresses: &'static [UnreachableAddress],
     pub settings: &'static [Setting],
+    /// Suspects of failures that name no cause, in table order.
+    pub suspects: &'static [Suspects],
     patterns: &'static [CompiledPattern],
     /// INFO rows by the first word of their (anchored) pattern.
     info_by_word: HashMap<&'static str, Vec<usize>>,
@@ -188,6 +247,7 @@ impl Catalogue {
             sources: SOURCES,
             unreachable_addresses: UNREACHABLE_ADDRESSES,
             settings: SETTINGS,
+            suspects: SUSPECTS,
             patterns: PATTERNS,
             info_by_word,
             warn_by_word,
@@ -265,6 +325,14 @@ impl Catalogue {
         self.settings.iter().find(|s| s.name == name)
     }
 
+    /// The network a message from this NCCL source location proves in use.
+    pub fn source_network(&self, location: &str) -> Option<&'static str> {
+        let file = location.split(':').next()?;
+        // Some builds print the path from the repository root (`src/transport/...`)
+        // or a bundling tree's (`external/nccl_archive/src/transport/...`).
+        self.sources.iter().find(|s| file.starts_with(s.file) || file.contains(&format!("/{}", s.file)))?.carries
+    }
+
     /// The subsystem class of an NCCL source location (`transport/nvls.cc:157`).
     pub fn source_class(&self, location: &str) -> Option<&str> {
         let file = location.split(':').next()?;
@@ -299,6 +367,12 @@ impl Catalogue {
 
     pub fn class(&self, name: &str) -> Option<&Class> {
         self.classes.get(name)
+    }
+
+    /// How many literal characters a matched row's pattern holds (how much of
+    /// the line it pins down).
+    pub fn specificity(&self, m: Match) -> usize {
+        self.patterns.get(m.index).map_or(0, |p| p.specificity())
     }
 
     /// The severity of a row: its own, else its class's, else warning.

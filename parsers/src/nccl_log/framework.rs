@@ -44,6 +44,21 @@ const GATE: [&str; 14] = [
     "Cuda error",
 ];
 
+/// How a fatal signal is reported: libc's `Bus error (core dumped)`, UCX's and
+/// PyTorch's `Caught signal 7 (Bus error: ...)`, gdb's `received signal SIGBUS`.
+/// The backtrace that follows says whether NCCL was on the stack.
+const SIGNALS: [&str; 4] = ["SIGBUS", "Bus error", "SIGSEGV", "Segmentation fault"];
+
+/// Whether a line reports a fatal signal (see [`SIGNALS`]).
+pub fn crash_signal(text: &str) -> bool {
+    SIGNALS.iter().any(|s| text.contains(s))
+}
+
+/// Whether a backtrace frame is in NCCL (`ncclShmOpen(...)`, `libnccl.so.2`).
+pub fn nccl_frame(text: &str) -> bool {
+    text.contains("nccl") && !text.contains("NCCL INFO") && !text.contains("NCCL WARN")
+}
+
 pub fn recognise(text: &str) -> Option<Found<'_>> {
     if !GATE.iter().any(|g| text.contains(g)) {
         return None;

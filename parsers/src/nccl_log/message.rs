@@ -160,7 +160,10 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'c' => comm_init(message).or_else(|| comm_nodes(message)),
         b'n' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| rank_count(message)),
         b'r' => rank_count(message),
-        b'[' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| watchdog(message)),
+        b'[' => comm_init(message)
+            .or_else(|| comm_nodes(message))
+            .or_else(|| watchdog(message))
+            .or_else(|| device_tagged_ring(message)),
         // `Using network IB` (2.6+), `Using internal Network Socket` (2.3-2.5).
         b'U' => message
             .strip_prefix("Using network ")
@@ -170,7 +173,7 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'G' => gdr_for_hca(message),
         b'P' => graph_search(message),
         b'I' => init_timings(message),
-        b'0'..=b'9' => channel_counts(message),
+        b'0'..=b'9' => channel_counts(message).or_else(|| untagged_connection(message)),
         _ => None,
     };
     if by_shape.is_some() {
@@ -261,6 +264,27 @@ fn ring_line(message: &str) -> Option<Event<'_>> {
     }
 }
 
+/// 2.1/2.2's ring listing behind the device tag: `[0] Ring 0 :    0   1   2   3`.
+fn device_tagged_ring(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix('[')?;
+    let (device, rest) = rest.split_once("] ")?;
+    num::<u32>(device)?;
+    ring_line(rest)
+}
+
+/// 2.1/2.2's connection line without a ring label: `1 -> 0 via P2P/IPC` (one
+/// per hop; read as channel 0, since those versions name no channel here).
+fn untagged_connection(message: &str) -> Option<Event<'_>> {
+    if !message.contains(" via ") {
+        return None;
+    }
+    let edge = message.split(" via ").next()?;
+    let (from, to) = edge.split_once("->")?;
+    num::<u32>(from)?;
+    num::<u32>(to.trim_end_matches("[send]").trim_end_matches("[receive]"))?;
+    connection(0, 0, message)
+}
+
 /// ` 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA`; the bracket holds a CUDA device,
 /// NVML index or bus ID depending on the version and is not needed here.
 fn connection(channel: u32, conn_index: u32, body: &str) -> Option<Event<'_>> {
@@ -345,7 +369,8 @@ fn graph_tree(message: &str) -> Option<Event<'_>> {
 
 fn nccl_or_net(message: &str) -> Option<Event<'_>> {
     if let Some(version) = message.strip_prefix("NCCL version ") {
-        return Some(Event::Version(version.split_whitespace().next()?));
+        // A markdown paste may keep the bold markers (`**NCCL version 2.4.7**`).
+        return Some(Event::Version(version.split_whitespace().next()?.trim_end_matches('*')));
     }
     if let Some(rest) = message.strip_prefix("NCCL_") {
         return env(message, rest);
@@ -357,7 +382,17 @@ fn nccl_or_net(message: &str) -> Option<Event<'_>> {
         if rest.trim_start().starts_with("interface ") {
             return None;
         }
-        return Some(Event::NetDevices(device_list(rest.split("; OOB").next()?)));
+        return Some(Event::NetDevices(device_list(rest.split(';').next()?)));
+    }
+    // 2.3: `NET/IB: [0] mlx5_0:1/IB [1] mlx5_1:1/IB`, the index apart from the device.
+    if let Some(rest) = message.strip_prefix("NET/IB: [").or_else(|| message.strip_prefix("NET/IB : [")) {
+        let devices = format!("[{rest}");
+        let listed: Vec<&str> = devices.split_whitespace().filter(|t| !t.starts_with('[')).collect();
+        if !listed.is_empty() && listed.iter().all(|d| d.contains(':')) {
+            let start = message.len() - rest.len() - 1;
+            let tail = &message[start..];
+            return Some(Event::NetDevices(tail.split_whitespace().filter(|t| !t.starts_with('[')).collect()));
+        }
     }
     if let Some(rest) = message.strip_prefix("NET/Socket : Using").or_else(|| message.strip_prefix("NET/Socket: Using"))
     {
@@ -418,9 +453,10 @@ fn device_list(list: &str) -> Vec<&str> {
         }
         return devices;
     }
+    // `[RO]` (relaxed ordering) and the like follow the devices: not devices.
     list.split_whitespace()
         .filter_map(|t| t.strip_prefix('[').and_then(|t| t.split_once(']')).map(|(_, d)| d))
-        .filter(|d| !d.is_empty())
+        .filter(|d| d.chars().next().is_some_and(|c| c.is_ascii_alphanumeric()))
         .collect()
 }
 
@@ -441,7 +477,11 @@ fn gdr_for_hca(message: &str) -> Option<Event<'_>> {
     if !enabled && !rest.starts_with("Disabled") {
         return None;
     }
-    let hca = rest.split('\'').nth(1)?;
+    // `for HCA 0 'mlx5_0'` (2.5+), `for GPU 0 / HCA mlx4_0 (not supported by GPU)` (2.4).
+    let hca = match rest.split('\'').nth(1) {
+        Some(quoted) => quoted,
+        None => rest.split("HCA ").nth(1)?.split_whitespace().next()?,
+    };
     Some(Event::GdrForHca { hca, enabled })
 }
 
@@ -624,6 +664,15 @@ mod tests {
             Some(Event::RingOrder { channel: 0, ranks: vec![0, 7, 6, 5] })
         );
         assert_eq!(parse("Ring 06 : 0 -> 1 -> 3"), Some(Event::RingNeighbours { channel: 6, prev: 0, me: 1, next: 3 }));
+        // NCCL 2.1/2.2 (closed source; horovod#1097-era logs): the device tag
+        // before the ring listing, and hops without a ring label.
+        assert_eq!(
+            parse("[0] Ring 0 :    0   1   2   3"),
+            Some(Event::RingOrder { channel: 0, ranks: vec![0, 1, 2, 3] })
+        );
+        let Some(Event::Connection(hop)) = parse("2 -> 1 via P2P/IPC") else { panic!() };
+        assert_eq!((hop.channel, hop.from, hop.to, hop.via), (0, 2, Some(1), "P2P/IPC"));
+        assert_eq!(parse("2 -> 1 is not a hop"), None);
         // NCCL 2.3.7 src/init.cu: `sprintf(prefix, "Ring %02d : ", r)` then the ranks.
         assert_eq!(parse("Ring 01 :    0   3   2   1"), Some(Event::RingOrder { channel: 1, ranks: vec![0, 3, 2, 1] }));
     }

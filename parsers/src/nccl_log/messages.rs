@@ -119,7 +119,10 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
     let generic = |class: &str| matches!(class, "unknown" | "internal-error" | "cuda-error");
     let pick = match (level, warn, own) {
         (Level::Warn, w, _) => w,
-        (_, Some(w), Some(o)) if generic(o.row.class) => Some(w),
+        // NCCL's own words, when they say more than the framework row that
+        // also matched (a WARN quoted without its prefix, ending in `'out of
+        // memory'`: the NVLS bind failure, not a framework's OOM).
+        (_, Some(w), Some(o)) if generic(o.row.class) || CATALOGUE.specificity(w) > CATALOGUE.specificity(o) => Some(w),
         (_, _, Some(o)) => Some(o),
         (_, w, None) => w,
     };

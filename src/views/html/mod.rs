@@ -307,7 +307,24 @@ fn findings(out: &mut String, findings: &[Finding]) {
         if !finding.hosts.is_empty() {
             let _ = writeln!(out, "<p><b>Hosts</b> {}</p>", text(&finding.hosts.join(", ")));
         }
-        let _ =
-            writeln!(out, "<p><b>Why</b> {}</p>\n<p><b>Fix</b> {}</p>\n</div>", text(&finding.why), text(&finding.fix));
+        let _ = writeln!(out, "<p><b>Why</b> {}</p>\n<p><b>Fix</b> {}</p>", text(&finding.why), text(&finding.fix));
+        if let Some(suspects) = &finding.suspects {
+            let _ = writeln!(
+                out,
+                "<p><b>Suspects</b> (the lines do not say which cause; {})</p>\n<ol>",
+                text(&suspects.basis)
+            );
+            for s in &suspects.list {
+                let _ = writeln!(
+                    out,
+                    "<li><code>{}</code>: {}<br>check: {}</li>",
+                    text(&s.code),
+                    text(&s.title),
+                    text(&s.check)
+                );
+            }
+            out.push_str("</ol>\n");
+        }
+        out.push_str("</div>\n");
     }
 }

@@ -181,6 +181,21 @@ impl LogParser {
                 .find_map(|class| CATALOGUE.class(class).and_then(|c| c.carried_by));
             report.network.used.extend(carried.map(str::to_string));
         }
+        // A WARN from the IB or socket transport's own file, or NCCL's per-HCA
+        // GPUDirect lines (printed by the IB transport), prove that network.
+        if report.network.used.is_empty() {
+            let from_source =
+                report.warnings.iter().filter_map(|w| w.source.as_deref()).find_map(|s| CATALOGUE.source_network(s));
+            let from_gdr = (!report.network.gdr_by_hca.is_empty()).then_some("IB");
+            // `NET/IB : Using [0]mlx5_0:1/RoCE`: the IB transport found ports, and
+            // without a plugin NCCL uses the IB transport when it has any.
+            let ib_ports = report.network.devices.iter().any(|d| d.ends_with("/IB") || d.ends_with("/RoCE"));
+            let from_ports = (ib_ports && !report.network.ib_not_found).then_some("IB");
+            report.network.used.extend(from_source.or(from_gdr).or(from_ports).map(str::to_string));
+        }
+        if report.network.devices.is_empty() {
+            report.network.devices = report.network.gdr_by_hca.keys().cloned().collect();
+        }
         let printed = report.communicators.iter().filter_map(|c| c.nnodes).max();
         let named = u32::try_from(report.hosts.len()).ok().filter(|n| *n > 0);
         // nccl-tests' device table names each rank's host, also when NCCL_DEBUG was off.

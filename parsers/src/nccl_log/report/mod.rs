@@ -62,6 +62,9 @@ const MAX_TIMEOUTS: usize = 1024;
 const MAX_RECENT_COMMS: usize = 64;
 /// Evidence lines are cut to this many characters.
 const MAX_EVIDENCE_CHARS: usize = 300;
+/// How far below a fatal signal its backtrace may name NCCL (gdb and UCX print
+/// a few dozen frames).
+const CRASH_FRAMES: u64 = 64;
 
 /// What is known about the processes of one host.
 #[derive(Default)]
@@ -127,6 +130,9 @@ pub struct LogParser {
     last_error_pending: bool,
     /// What stood before `Last error:` on its line (a logger's prefix).
     last_error_prefix: String,
+    /// The last fatal signal's line (number, text), until a backtrace frame in
+    /// NCCL makes it NCCL's crash or [`CRASH_FRAMES`] lines pass.
+    crash: Option<(u64, String)>,
     logged_paths: Vec<LoggedPath>,
     /// (host, from, to) of the paths kept, to keep each once.
     logged_path_keys: std::collections::HashSet<(Option<String>, String, String)>,
@@ -381,7 +387,7 @@ impl LogParser {
     /// a timestamp, a worker name): the version ends the line.
     fn prefixed_version(&mut self, message: &str) -> bool {
         let Some(at) = message.rfind("NCCL version ") else { return false };
-        let version = message[at + "NCCL version ".len()..].trim();
+        let version = message[at + "NCCL version ".len()..].trim().trim_end_matches('*');
         let looks_like_version =
             version.split('.').take(2).all(|p| p.chars().next().is_some_and(|c| c.is_ascii_digit()));
         if !looks_like_version || version.contains(char::is_whitespace) || self.versions.len() >= 64 {
@@ -407,8 +413,11 @@ impl LogParser {
             self.add_framework_error(framework::without_rank_tag(detail), Some("Last error"), rank);
             return true;
         }
+        if framework::crash_signal(text) {
+            self.crash = Some((self.line_number, text.trim().chars().take(MAX_EVIDENCE_CHARS).collect()));
+        }
         let Some(found) = framework::recognise(text) else {
-            return self.bare_warn_text(text, rank);
+            return self.crash_in_nccl(text, rank) || self.bare_warn_text(text, rank);
         };
         self.nccl_lines += 1;
         if let Some(version) = framework::version_in(text)
@@ -428,6 +437,28 @@ impl LogParser {
             // numbers and limits: the timeout rule cites them.
             framework::Found::Watchdog => return false,
         }
+        true
+    }
+
+    /// A frame of the backtrace after a fatal signal that is in NCCL: the
+    /// crash was NCCL's (a SIGBUS there is a /dev/shm mapping the tmpfs could
+    /// not back). The table's framework rows read the signal's words.
+    fn crash_in_nccl(&mut self, text: &str, rank: Option<u32>) -> bool {
+        let Some((at, signal)) = self.crash.take() else { return false };
+        if self.line_number.saturating_sub(at) > CRASH_FRAMES {
+            return false;
+        }
+        if !framework::nccl_frame(text) {
+            self.crash = Some((at, signal));
+            return false;
+        }
+        self.nccl_lines += 1;
+        let frame: String = text.trim().chars().take(MAX_EVIDENCE_CHARS).collect();
+        self.add_framework_error(
+            &format!("{signal} with NCCL on the stack: {frame}"),
+            Some("a crash's backtrace"),
+            rank,
+        );
         true
     }
 

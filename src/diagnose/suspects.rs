@@ -1,0 +1,56 @@
+//! Suspects for a failure whose log names no cause. A framework's bare
+//! `unhandled system error`, an `internal error` with no WARN before it, a
+//! watchdog timeout with nothing earlier: the lines cannot say why, but public
+//! threads that found out say which causes are common. The failure's finding
+//! gets them from the message table's `suspects` section, most frequent
+//! first, ordered for the job's scope (one node or several), each with the
+//! check that tells it apart. A suspect the log also shows as a finding of
+//! its own (an interface warning before the bare error) leads: the lines
+//! point at it.
+
+use topo_model::finding::{Suspect, Suspects};
+use topo_model::nccl::NcclReport;
+use topo_model::{Finding, Severity};
+use topo_parsers::nccl_log::catalogue::{self, CATALOGUE};
+
+use super::{Scope, scope};
+
+/// Adds suspects to the finding that is the failure's cause (without one, to
+/// each error-level finding), where it is a kind the table lists and its
+/// evidence names nothing more specific.
+pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &NcclReport) {
+    let reported: Vec<String> = findings.iter().map(|f| f.code.clone()).collect();
+    let scope = match scope(report) {
+        Scope::SingleNode => Some(catalogue::Scope::SingleNode),
+        Scope::MultiNode => Some(catalogue::Scope::MultiNode),
+        Scope::Unknown => None,
+    };
+    for finding in findings.iter_mut() {
+        let failure = match cause {
+            Some(cause) => finding.code == cause,
+            None => finding.severity == Severity::Error,
+        };
+        if failure {
+            finding.suspects = suspects_of(finding, &reported, scope);
+        }
+    }
+}
+
+/// The suspects of one failure finding, those the log also shows first.
+fn suspects_of(finding: &Finding, reported: &[String], scope: Option<catalogue::Scope>) -> Option<Suspects> {
+    let texts = finding.evidence.iter().map(|e| e.text.as_str());
+    let kind = CATALOGUE.suspects.iter().find(|k| k.matches(&finding.code, texts.clone()))?;
+    let shown = |class: &str| reported.iter().any(|r| r == class);
+    let (mut list, rest): (Vec<&catalogue::Suspect>, Vec<_>) =
+        kind.ordered(scope).into_iter().filter(|s| s.class != finding.code).partition(|s| shown(s.class));
+    list.extend(rest);
+    let list: Vec<Suspect> = list
+        .into_iter()
+        .map(|s| {
+            let title = CATALOGUE.class(s.class).map_or(String::new(), |c| c.title.to_string());
+            let title = if shown(s.class) { format!("{title} (reported above)") } else { title };
+            Suspect { code: s.class.to_string(), title, check: s.check.to_string() }
+        })
+        .collect();
+    (!list.is_empty()).then(|| Suspects { basis: format!("{}: {}", kind.title, kind.basis), list })
+}
