@@ -273,10 +273,9 @@ fn every_log_matches_its_hand_read_facts() {
         ("325-", "processes"),
         // No `Using network` line and no connection line: the IB transport
         // (325) is named only inside a WARN text printed from a file of no
-        // transport, and 2.4's socket fallback (332) only by `NET/IB : No
-        // device found.` (327's WARN from net_socket.cc now names its network).
+        // transport (327's WARN from net_socket.cc, and 332's `NET/IB : No
+        // device found.`, now name theirs).
         ("325-", "network"),
-        ("332-", "network"),
         // One line's host cut at the front (`[15]23:83:2526`, interleaved
         // output): a second host and process the reader cannot tell from a real one.
         ("327-", "hosts"),

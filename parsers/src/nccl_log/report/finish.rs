@@ -191,7 +191,14 @@ impl LogParser {
             // without a plugin NCCL uses the IB transport when it has any.
             let ib_ports = report.network.devices.iter().any(|d| d.ends_with("/IB") || d.ends_with("/RoCE"));
             let from_ports = (ib_ports && !report.network.ib_not_found).then_some("IB");
-            report.network.used.extend(from_source.or(from_gdr).or(from_ports).map(str::to_string));
+            // `NET/IB : No device found.` with nothing else named: NCCL's
+            // internal transports leave only sockets (a plugin would have said
+            // `Using network <plugin>`).
+            let from_no_ib = report.network.ib_not_found.then_some("Socket");
+            report
+                .network
+                .used
+                .extend(from_source.or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
         }
         if report.network.devices.is_empty() {
             report.network.devices = report.network.gdr_by_hca.keys().cloned().collect();
