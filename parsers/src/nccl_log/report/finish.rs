@@ -195,10 +195,7 @@ impl LogParser {
             // internal transports leave only sockets (a plugin would have said
             // `Using network <plugin>`).
             let from_no_ib = report.network.ib_not_found.then_some("Socket");
-            report
-                .network
-                .used
-                .extend(from_source.or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
+            report.network.used.extend(from_source.or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
         }
         if report.network.devices.is_empty() {
             report.network.devices = report.network.gdr_by_hca.keys().cloned().collect();
