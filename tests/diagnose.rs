@@ -396,10 +396,11 @@ fn a_snapshot_can_carry_the_job_log() {
     Command::cargo_bin("topo").unwrap().args(["diagnose", "--from", machine.to_str().unwrap()]).assert().code(2);
 }
 
-/// The hand-read truth of the corpus batches collected for this (100-133, 150-190 and
-/// 200-257, `truth.yaml`): every root cause its thread established from the lines
-/// is raised (26 of 34; the other 8 are listed with why), nine in
-/// 85 % of the classes a reader expects from the text alone are, and no log
+/// The hand-read truth of the corpus batches collected for issue 14 (files 100
+/// on, `truth.yaml`): every root cause its thread established is raised, or is
+/// the first suspect of a failure whose lines name no cause (`FIRST_SUSPECT`),
+/// or is listed with why the lines cannot show it (`NOT_IN_THE_LINES`); 85 %
+/// of the classes a reader expects from the text alone are raised, and no log
 /// with a WARN or a failure gets zero findings. The corpus vocabulary names
 /// `p2p-not-used` `p2p-disabled`, and calls a cause-less NCCL error `unknown`.
 #[test]
@@ -489,6 +490,21 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // Two machines whose names differ only after the first `.` (NCCL 2.3
         // hashed the short name): the lines carry the short name and no address (449).
         ("449-", "p2p-disabled"),
+        // Batches M and N (460-494): NCCL_BUFFSIZE set too large, named only by
+        // the reporter (462; the lines show the memory limit, raised); a silent
+        // hang under the IOMMU (483); NCCL_HOSTID named only in the title (484);
+        // a pod's memory limit behind aws-ofi-nccl's `Invalid receiver queue pair
+        // number` (493); a driver update breaking GCP's TCPX plugin, seen only as
+        // refused connections (494).
+        ("462-", "configuration-error"),
+        ("483-", "gdr-path-broken"),
+        ("484-", "configuration-error"),
+        ("493-", "resource-exhausted"),
+        ("494-", "net-plugin-failure"),
+        // A bare `unhandled system error` of two containers on two machines:
+        // docker's network is the thread's finding, the second suspect here
+        // (the lines do not say the job spans nodes, so /dev/shm leads) (485).
+        ("485-", "bootstrap-interface"),
     ];
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
@@ -510,6 +526,8 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("401-", "topology-detection-failure"),
         // `remote process exited` on two nodes: the socket interface.
         ("447-", "bootstrap-interface"),
+        // EFA init failed and sockets went over the link-local pod-id-link0 (487).
+        ("487-", "bootstrap-interface"),
     ];
     let (mut expected, mut raised, mut causes, mut suspected) = (0, 0, 0, 0);
     let mut unreadable = Vec::new();
@@ -556,7 +574,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 111, "{causes} established causes");
+    assert!(causes >= 133, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");

@@ -458,6 +458,10 @@ pub struct Network {
     /// the log names no host).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub devices_by_host: BTreeMap<String, Vec<String>>,
+    /// The network plugin each host's processes loaded (`internal` for NCCL's
+    /// own transports), to find hosts that differ.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plugins_by_host: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

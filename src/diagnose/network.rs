@@ -233,3 +233,29 @@ fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
         _ => false,
     }
 }
+
+/// Hosts that loaded different network plugins (or one a plugin and another
+/// NCCL's internal transports): a plugin installed on some nodes only, or two
+/// plugin versions. Their ranks then speak different network protocols and
+/// the job fails at connection setup or hangs (NVIDIA/nccl#1634: HPC-X's
+/// SHARP plugin on one of two nodes).
+pub(super) fn plugin_mismatch(inputs: &Inputs) -> Option<Finding> {
+    let by_host = &inputs.report.network.plugins_by_host;
+    let mut by_plugin: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (host, plugin) in by_host {
+        by_plugin.entry(plugin.as_str()).or_default().push(host.as_str());
+    }
+    if by_plugin.len() < 2 {
+        return None;
+    }
+    let evidence = by_plugin
+        .iter()
+        .map(|(plugin, hosts)| fact("NET/Plugin lines", format!("{}: {plugin}", hosts.join(", "))))
+        .collect();
+    let class = CATALOGUE.class("version-mismatch")?;
+    let title = "Hosts load different network plugins (a plugin on some nodes only)".to_string();
+    Some(
+        Finding::new("version-mismatch", Severity::Error, title, evidence, class.why, class.fix)
+            .on(by_host.keys().cloned(), []),
+    )
+}

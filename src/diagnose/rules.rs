@@ -19,6 +19,7 @@ pub const RULES: &[Rule] = &[
     settings::few_channels,
     network::bootstrap_interface,
     network::shared_host_name,
+    network::plugin_mismatch,
     job::collective_timeout,
     job::collective_mismatch,
     job::shared_gpu,

@@ -59,6 +59,9 @@ pub fn nccl_frame(text: &str) -> bool {
     text.contains("nccl") && !text.contains("NCCL INFO") && !text.contains("NCCL WARN")
 }
 
+/// XLA's words before the NCCL WARN text it quotes (xla/service/gpu nccl errors).
+const XLA_LAST_WARNING: &str = "Last NCCL warning(error)";
+
 pub fn recognise(text: &str) -> Option<Found<'_>> {
     if !GATE.iter().any(|g| text.contains(g)) {
         return None;
@@ -69,6 +72,18 @@ pub fn recognise(text: &str) -> Option<Found<'_>> {
     if let Some(at) = trimmed.find("Last error:") {
         let rest = without_rank_tag(trimmed[at + "Last error:".len()..].trim());
         return Some(if rest.is_empty() { Found::LastErrorNext } else { Found::LastError(rest) });
+    }
+    // XLA (JAX, TensorFlow) quotes NCCL's last WARN: `Last NCCL warning(error)
+    // log entry (may be unrelated) 'Bootstrap : no socket interface found'`.
+    if let Some(at) = trimmed.find(XLA_LAST_WARNING) {
+        let rest = &trimmed[at + XLA_LAST_WARNING.len()..];
+        if let Some(open) = rest.find('\'') {
+            let quoted = &rest[open + 1..];
+            let text = quoted.rfind('\'').map_or(quoted, |close| &quoted[..close]).trim();
+            if !text.is_empty() {
+                return Some(Found::LastError(text));
+            }
+        }
     }
     let row = CATALOGUE.classify(Level::Framework, trimmed)?;
     Some(if row.row.pattern.contains("atchdog") { Found::Watchdog } else { Found::Error })
@@ -131,6 +146,16 @@ pub fn without_rank_tag(text: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xla_quotes_the_last_warning() {
+        // marin-community/marin#7018 (JAX on Kubernetes), as XLA printed it.
+        let line = "invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'";
+        assert_eq!(recognise(line), Some(Found::LastError("Bootstrap : no socket interface found")));
+        let longer = "NCCL operation ncclCommInitRank(...) failed: unhandled system error. Last NCCL warning(error) log \
+                      entry (may be unrelated) 'Call to connect returned Connection refused'.";
+        assert_eq!(recognise(longer), Some(Found::LastError("Call to connect returned Connection refused")));
+    }
 
     #[test]
     fn pytorch_errors_and_last_error() {

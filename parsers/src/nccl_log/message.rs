@@ -20,6 +20,10 @@ pub enum Event<'a> {
     /// interfaces, listed even when IB carries the traffic.
     SocketInterfaces(Vec<&'a str>),
     NetIbNotFound,
+    /// Which network plugin this process loaded (`NET/Plugin: Loaded net
+    /// plugin NAME (vN)`, a plugin's own `Plugin Path : ...`), or none (`Using
+    /// internal network plugin`, `No plugin found ... using internal implementation`).
+    NetPlugin(Option<&'a str>),
     /// aws-ofi-nccl: `NET/OFI Selected Provider is efa (found 16 nics)`.
     OfiProvider {
         provider: &'a str,
@@ -171,7 +175,7 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
             .map(|n| Event::UsingNetwork(n.trim())),
         b'B' => bootstrap(message),
         b'G' => gdr_for_hca(message),
-        b'P' => graph_search(message),
+        b'P' => graph_search(message).or_else(|| plugin_path(message)),
         b'I' => init_timings(message),
         b'0'..=b'9' => channel_counts(message).or_else(|| untagged_connection(message)),
         _ => None,
@@ -375,6 +379,9 @@ fn nccl_or_net(message: &str) -> Option<Event<'_>> {
     if let Some(rest) = message.strip_prefix("NCCL_") {
         return env(message, rest);
     }
+    if let Some(plugin) = net_plugin(message) {
+        return Some(plugin);
+    }
     if message.starts_with("NET/IB : No device found") || message.starts_with("NET/IB: No device found") {
         return Some(Event::NetIbNotFound);
     }
@@ -458,6 +465,25 @@ fn device_list(list: &str) -> Vec<&str> {
         .filter_map(|t| t.strip_prefix('[').and_then(|t| t.split_once(']')).map(|(_, d)| d))
         .filter(|d| d.chars().next().is_some_and(|c| c.is_ascii_alphanumeric()))
         .collect()
+}
+
+/// The network plugin a process loaded, or none: NCCL's `NET/Plugin` INFO
+/// lines of every version (2.12's `No plugin found (...), using internal
+/// implementation`, 2.19+'s `Using internal network plugin.` and `Loaded net
+/// plugin NAME (vN)`).
+fn net_plugin(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("NET/Plugin")?.trim_start_matches([' ', ':']);
+    if let Some(name) = rest.strip_prefix("Loaded net plugin ") {
+        return Some(Event::NetPlugin(Some(name.split(" (v").next()?.trim())));
+    }
+    let internal = rest.contains("Using internal network plugin") || rest.contains("using internal implementation");
+    internal.then_some(Event::NetPlugin(None))
+}
+
+/// A plugin's own `Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so`.
+fn plugin_path(message: &str) -> Option<Event<'_>> {
+    let path = message.strip_prefix("Plugin Path")?.trim_start().strip_prefix(':')?.trim();
+    (!path.is_empty()).then_some(Event::NetPlugin(Some(path)))
 }
 
 fn bootstrap(message: &str) -> Option<Event<'_>> {

@@ -56,6 +56,14 @@ impl LogParser {
             Event::SocketInterfaces(interfaces) => {
                 interfaces.into_iter().for_each(|d| push_unique(&mut self.network.socket_interfaces, d))
             }
+            Event::NetPlugin(plugin) => {
+                if let Some(host) = line.host
+                    && self.network.plugins_by_host.len() < MAX_SMALL_TABLE
+                {
+                    let name = plugin.unwrap_or("internal");
+                    self.network.plugins_by_host.entry(host.to_string()).or_insert_with(|| name.to_string());
+                }
+            }
             Event::NetIbNotFound => {
                 self.first_line("net-ib-not-found".to_string(), line.message);
                 self.network.ib_not_found = true

@@ -110,6 +110,12 @@ impl LogParser {
                     }
                     merged
                 },
+                plugins_by_host: self
+                    .network
+                    .plugins_by_host
+                    .iter()
+                    .map(|(host, plugin)| (rename(host), plugin.clone()))
+                    .collect(),
                 // Without a `Using network` line, the NET transports of the
                 // connection lines name it (`NET/Socket/0` -> `Socket`).
                 used: if self.network.used.is_empty() {

@@ -340,7 +340,13 @@ impl LogParser {
                     self.nccl_lines += 1;
                 }
                 let coll_line = matches!(event, Event::Collective(_));
+                // A plugin line is a fact and may be a failure too (`dlerror=...
+                // version ... not found ... using internal implementation`).
+                let plugin_line = matches!(event, Event::NetPlugin(_));
                 self.event(&line, event);
+                if plugin_line && line.level == Level::Info {
+                    self.notice(&line);
+                }
                 // A launcher's tag (`srun -l`, `--tag-output`, Ray) before NCCL's
                 // prefix: the next COLL lines of this thread take the fast path too.
                 if coll_line
