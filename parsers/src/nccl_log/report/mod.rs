@@ -376,7 +376,8 @@ impl LogParser {
     fn via_fragment(&mut self, text: &str) -> bool {
         let Some((edge, via)) = text.split_once(" via ") else { return false };
         let Some((_, to)) = edge.rsplit_once("->") else { return false };
-        let to = to.trim();
+        // `9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA`: the direction is not the peer.
+        let to = to.trim().trim_end_matches("[send]").trim_end_matches("[receive]").trim();
         if via.is_empty() || !to.starts_with(|c: char| c.is_ascii_digit()) || to.contains(' ') {
             return false;
         }
