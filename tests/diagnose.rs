@@ -443,14 +443,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("220-", "p2p-disabled"),
         // The line showing the wrong device was cut by the excerpt.
         ("250-", "duplicate-gpu"),
-        // A RoCE completion error (retry exceeded) fits many causes; the GID
-        // index that fixed the thread's reporter is not in these lines.
-        ("264-", "roce-gid-mismatch"),
         // Batches D and E (273-318), after the session's rules:
-        // `ibv_modify_qp ... Connection timed out` before 2.24 names no GID;
-        // NCCL's own hint for it is rails not cross-connected. The link-local
-        // GID 1 is in the thread only.
-        ("277-", "roce-gid-mismatch"),
         // The proxy's Connect failure; the RoCE GID/version detection that
         // caused it is the thread's diagnosis, not in these lines.
         ("281-", "roce-gid-mismatch"),
@@ -530,6 +523,11 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("361-", "shm-too-small"),
         ("362-", "shm-too-small"),
         ("380-", "shm-too-small"),
+        // A RoCE completion error (retry exceeded) at the first send, and an
+        // `ibv_modify_qp ... Connection timed out`: the GID index that fixed
+        // the threads is not in the lines; it leads those failures' suspects.
+        ("264-", "roce-gid-mismatch"),
+        ("277-", "roce-gid-mismatch"),
         // A watchdog timeout at the first all-reduce on one node: P2P hung (driver 545).
         ("385-", "p2p-disabled"),
         // `ring 0 does not loop back`: 2.19's uninitialised PCI link speed.
