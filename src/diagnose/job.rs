@@ -265,9 +265,5 @@ pub(super) fn shared_gpu(inputs: &Inputs) -> Option<Finding> {
     evidence.extend(
         warnings_matching(report, &["Duplicate GPU", "Multiple Ranks are using"]).into_iter().map(warning_evidence),
     );
-    let class = topo_parsers::nccl_log::catalogue::CATALOGUE.class("duplicate-gpu")?;
-    Some(
-        Finding::new("duplicate-gpu", Severity::Error, class.title.to_string(), evidence, class.why, class.fix)
-            .on(hosts, ranks),
-    )
+    Some(super::messages::of_class("duplicate-gpu", Severity::Error, evidence)?.on(hosts, ranks))
 }

@@ -242,6 +242,13 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     (out, cause)
 }
 
+/// A finding of a table class, in its words (for rules that read a fault
+/// from facts rather than from a message).
+pub(super) fn of_class(code: &str, severity: Severity, evidence: Vec<Evidence>) -> Option<Finding> {
+    CATALOGUE.class(code)?;
+    Some(finding_for(code, severity, evidence, false))
+}
+
 /// The finding for one code, in the words of the class's table entry.
 fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause: bool) -> Finding {
     let (title, why, fix) = match CATALOGUE.class(code) {

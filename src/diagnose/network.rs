@@ -218,11 +218,7 @@ pub(super) fn shared_host_name(inputs: &Inputs) -> Option<Finding> {
     // (and a log whose host names were redacted reads the same way).
     let misled = report.nccl_versions.iter().any(|v| version_below(v, (2, 5)));
     let severity = if misled { Severity::Error } else { Severity::Warning };
-    let class = CATALOGUE.class("host-name-shared")?;
-    Some(
-        Finding::new("host-name-shared", severity, class.title.to_string(), evidence, class.why, class.fix)
-            .on([host.clone()], []),
-    )
+    Some(super::messages::of_class("host-name-shared", severity, evidence)?.on([host.clone()], []))
 }
 
 /// Whether an `NCCL version` string (`2.4.8+cuda10.1`) is older than `major.minor`.
@@ -252,10 +248,7 @@ pub(super) fn plugin_mismatch(inputs: &Inputs) -> Option<Finding> {
         .iter()
         .map(|(plugin, hosts)| fact("NET/Plugin lines", format!("{}: {plugin}", hosts.join(", "))))
         .collect();
-    let class = CATALOGUE.class("version-mismatch")?;
-    let title = "Hosts load different network plugins (a plugin on some nodes only)".to_string();
-    Some(
-        Finding::new("version-mismatch", Severity::Error, title, evidence, class.why, class.fix)
-            .on(by_host.keys().cloned(), []),
-    )
+    let mut finding = super::messages::of_class("version-mismatch", Severity::Error, evidence)?;
+    finding.title = "Hosts load different network plugins (a plugin on some nodes only)".to_string();
+    Some(finding.on(by_host.keys().cloned(), []))
 }

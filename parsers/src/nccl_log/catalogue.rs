@@ -327,16 +327,22 @@ impl Catalogue {
 
     /// The network a message from this NCCL source location proves in use.
     pub fn source_network(&self, location: &str) -> Option<&'static str> {
+        self.source_row(location)?.carries
+    }
+
+    /// The row of an NCCL source location (`transport/nvls.cc:157`). Some
+    /// builds print the path from the repository root (`src/transport/...`) or
+    /// a bundling tree's (`external/nccl_archive/src/transport/...`): the part
+    /// after the last `src/` is NCCL's own.
+    fn source_row(&self, location: &str) -> Option<&'static SourceClass> {
         let file = location.split(':').next()?;
-        // Some builds print the path from the repository root (`src/transport/...`)
-        // or a bundling tree's (`external/nccl_archive/src/transport/...`).
-        self.sources.iter().find(|s| file.starts_with(s.file) || file.contains(&format!("/{}", s.file)))?.carries
+        let file = file.rsplit_once("src/").map_or(file, |(_, own)| own);
+        self.sources.iter().find(|s| file.starts_with(s.file))
     }
 
     /// The subsystem class of an NCCL source location (`transport/nvls.cc:157`).
     pub fn source_class(&self, location: &str) -> Option<&str> {
-        let file = location.split(':').next()?;
-        self.sources.iter().find(|s| file.starts_with(s.file)).map(|s| s.class)
+        self.source_row(location).map(|s| s.class)
     }
 
     /// The class of an unreachable peer address in a connect failure

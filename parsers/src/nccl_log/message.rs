@@ -392,13 +392,12 @@ fn nccl_or_net(message: &str) -> Option<Event<'_>> {
         return Some(Event::NetDevices(device_list(rest.split(';').next()?)));
     }
     // 2.3: `NET/IB: [0] mlx5_0:1/IB [1] mlx5_1:1/IB`, the index apart from the device.
-    if let Some(rest) = message.strip_prefix("NET/IB: [").or_else(|| message.strip_prefix("NET/IB : [")) {
-        let devices = format!("[{rest}");
-        let listed: Vec<&str> = devices.split_whitespace().filter(|t| !t.starts_with('[')).collect();
-        if !listed.is_empty() && listed.iter().all(|d| d.contains(':')) {
-            let start = message.len() - rest.len() - 1;
-            let tail = &message[start..];
-            return Some(Event::NetDevices(tail.split_whitespace().filter(|t| !t.starts_with('[')).collect()));
+    if let Some(rest) = message.strip_prefix("NET/IB: ").or_else(|| message.strip_prefix("NET/IB : "))
+        && rest.starts_with('[')
+    {
+        let devices: Vec<&str> = rest.split_whitespace().filter(|t| !t.starts_with('[')).collect();
+        if !devices.is_empty() && devices.iter().all(|d| d.contains(':')) {
+            return Some(Event::NetDevices(devices));
         }
     }
     if let Some(rest) = message.strip_prefix("NET/Socket : Using").or_else(|| message.strip_prefix("NET/Socket: Using"))

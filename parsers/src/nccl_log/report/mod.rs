@@ -451,14 +451,15 @@ impl LogParser {
     /// crash was NCCL's (a SIGBUS there is a /dev/shm mapping the tmpfs could
     /// not back). The table's framework rows read the signal's words.
     fn crash_in_nccl(&mut self, text: &str, rank: Option<u32>) -> bool {
-        let Some((at, signal)) = self.crash.take() else { return false };
+        let Some(at) = self.crash.as_ref().map(|(at, _)| *at) else { return false };
         if self.line_number.saturating_sub(at) > CRASH_FRAMES {
+            self.crash = None;
             return false;
         }
         if !framework::nccl_frame(text) {
-            self.crash = Some((at, signal));
             return false;
         }
+        let Some((_, signal)) = self.crash.take() else { return false };
         self.nccl_lines += 1;
         let frame: String = text.trim().chars().take(MAX_EVIDENCE_CHARS).collect();
         self.add_framework_error(
