@@ -106,9 +106,19 @@ pub fn nvlink_per_link_bandwidth(sm: u32) -> Option<Bandwidth> {
 ///
 /// Source: NCCL `src/graph/topo.h` (v2.26+): `ERP_QPI_BW` 40 (Intel model >= 0xCF,
 /// Emerald Rapids), `SRP_QPI_BW` 22 (>= 0x8F, Sapphire Rapids), `SKL_QPI_BW` 10
-/// (>= 0x55, Skylake), `BDW_QPI_BW` 6 (older Intel), `AMD_BW` 16, `P9_BW` 32,
-/// `ARM_BW` 6. These are NCCL's effective figures, not link specs.
-pub fn inter_socket_bandwidth(vendor: Option<&str>, arch: Option<&str>, model: Option<u32>) -> Option<Bandwidth> {
+/// (>= 0x55, Skylake), `BDW_QPI_BW` 6 (older Intel), `P9_BW` 32, `ARM_BW` 6. AMD:
+/// NCCL's dev branch (commit 2f1c174c, from NVIDIA/nccl PR 2036, 2026) replaced
+/// the flat `AMD_BW` 16 by one per generation, from the CPUID family: Zen 1/2
+/// (family 0x17) 16, Zen 3/4 (0x19) 24, Zen 5 (0x1A) 32, the last validated by
+/// cross-socket GPU peer copies on dual EPYC 9575F at 32.18 GB/s. Older NCCL
+/// wrote AMD families as 0xF + (extended family << 4): 143, 175, 191.
+/// These are NCCL's effective figures, not link specs.
+pub fn inter_socket_bandwidth(
+    vendor: Option<&str>,
+    arch: Option<&str>,
+    family: Option<u32>,
+    model: Option<u32>,
+) -> Option<Bandwidth> {
     let gbps = match (vendor, arch) {
         (Some("GenuineIntel"), _) => match model? {
             m if m >= 0xCF => 40.0,
@@ -116,7 +126,11 @@ pub fn inter_socket_bandwidth(vendor: Option<&str>, arch: Option<&str>, model: O
             m if m >= 0x55 => 10.0,
             _ => 6.0,
         },
-        (Some("AuthenticAMD"), _) => 16.0,
+        (Some("AuthenticAMD"), _) => match family.map(cpuid_family) {
+            Some(f) if f >= 0x1A => 32.0,
+            Some(0x19) => 24.0,
+            _ => 16.0,
+        },
         (_, Some("ppc64") | Some("ppc64le")) => 32.0,
         (_, Some("arm64") | Some("aarch64")) => 6.0,
         _ => return None,
@@ -124,9 +138,36 @@ pub fn inter_socket_bandwidth(vendor: Option<&str>, arch: Option<&str>, model: O
     Some(Bandwidth::from_gbps(gbps))
 }
 
+/// The CPUID family, from NCCL's XML `familyid` as either NCCL wrote it:
+/// the family proper (0x19), or, before the fix, 0xF + (extended family << 4)
+/// (175 for 0x19).
+fn cpuid_family(written: u32) -> u32 {
+    match written {
+        f if f > 0xF && (f - 0xF) % 16 == 0 && f >= 0x8F => 0xF + ((f - 0xF) >> 4),
+        f => f,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inter_socket_bandwidth_follows_the_cpu_generation() {
+        let gbps = |vendor, family, model| inter_socket_bandwidth(Some(vendor), None, family, model).map(|b| b.gbps());
+        // AMD by CPUID family, in both ways NCCL has written it.
+        assert_eq!(gbps("AuthenticAMD", Some(0x17), None), Some(16.0));
+        assert_eq!(gbps("AuthenticAMD", Some(143), None), Some(16.0));
+        assert_eq!(gbps("AuthenticAMD", Some(0x19), None), Some(24.0));
+        assert_eq!(gbps("AuthenticAMD", Some(175), None), Some(24.0));
+        assert_eq!(gbps("AuthenticAMD", Some(0x1A), None), Some(32.0));
+        assert_eq!(gbps("AuthenticAMD", Some(191), None), Some(32.0));
+        assert_eq!(gbps("AuthenticAMD", None, None), Some(16.0));
+        // Intel by model.
+        assert_eq!(gbps("GenuineIntel", Some(6), Some(0x55)), Some(10.0));
+        assert_eq!(gbps("GenuineIntel", Some(6), Some(0x8F)), Some(22.0));
+        assert_eq!(gbps("GenuineIntel", Some(6), None), None);
+    }
 
     #[test]
     fn x16_figures_match_the_published_ones() {

@@ -385,6 +385,7 @@ impl Topology {
                     bandwidth: inter_socket_bandwidth(
                         self.cpu.vendor.as_deref(),
                         self.cpu.arch.as_deref(),
+                        self.cpu.family,
                         self.cpu.model,
                     ),
                 });
