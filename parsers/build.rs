@@ -47,6 +47,8 @@ struct Message {
     also: Vec<String>,
     #[serde(default)]
     only_in: Option<String>,
+    #[serde(default)]
+    carries: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -73,6 +75,12 @@ struct WcStatus {
     hint: Option<String>,
     #[serde(default)]
     class: Option<String>,
+    /// Provider errors only: the provider's own words, as a completion line
+    /// quotes them (the code alone differs between providers).
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    provider: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -128,6 +136,8 @@ struct File {
     messages: Vec<Message>,
     #[serde(default)]
     ib_wc_status: Vec<WcStatus>,
+    #[serde(default)]
+    provider_errors: Vec<WcStatus>,
     #[serde(default)]
     nccl_results: Vec<ResultCode>,
     #[serde(default)]
@@ -206,7 +216,7 @@ fn main() {
         let also: Vec<String> = m.also.iter().map(|a| lit(a)).collect();
         let _ = writeln!(
             out,
-            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {} }},",
+            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {} }},",
             lit(&m.pattern),
             variant("Level", &m.level, LEVELS, &row),
             opt(&m.versions),
@@ -216,7 +226,8 @@ fn main() {
             opt(&m.why),
             opt(&m.fix),
             also.join(", "),
-            opt(&m.only_in)
+            opt(&m.only_in),
+            opt(&m.carries)
         );
         let compiled = pattern::Pattern::new(&m.pattern);
         let literals: Vec<String> = compiled.literals().iter().map(|l| lit(l)).collect();
@@ -232,22 +243,26 @@ fn main() {
     patterns.push_str("];\n");
     out.push_str(&patterns);
 
-    let _ = writeln!(out, "pub(super) static WC_STATUS: &[WcStatus] = &[");
-    for s in &file.ib_wc_status {
-        if let Some(class) = &s.class {
-            known(class, &s.name);
+    for (name, statuses) in [("WC_STATUS", &file.ib_wc_status), ("PROVIDER_ERRORS", &file.provider_errors)] {
+        let _ = writeln!(out, "pub(super) static {name}: &[WcStatus] = &[");
+        for s in statuses {
+            if let Some(class) = &s.class {
+                known(class, &s.name);
+            }
+            let _ = writeln!(
+                out,
+                "    WcStatus {{ code: {}, name: {}, meaning: {}, hint: {}, class: {}, text: {}, provider: {} }},",
+                s.code,
+                lit(&s.name),
+                lit(&s.meaning),
+                opt(&s.hint),
+                opt(&s.class),
+                opt(&s.text),
+                opt(&s.provider)
+            );
         }
-        let _ = writeln!(
-            out,
-            "    WcStatus {{ code: {}, name: {}, meaning: {}, hint: {}, class: {} }},",
-            s.code,
-            lit(&s.name),
-            lit(&s.meaning),
-            opt(&s.hint),
-            opt(&s.class)
-        );
+        out.push_str("];\n");
     }
-    out.push_str("];\n");
 
     let _ = writeln!(out, "pub(super) static RESULTS: &[ResultCode] = &[");
     for r in &file.nccl_results {

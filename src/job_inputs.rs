@@ -33,6 +33,10 @@ fn sort_file(file: &Path, inputs: &mut JobInputs) -> bool {
     if topo_parsers::flight_recorder::is_dump_file(file) {
         inputs.dumps.push(file.to_path_buf());
     } else if topo_parsers::ras::looks_like_ras(&head(file)) {
+        // A RAS status pasted with the job's errors is a log as well.
+        if topo_parsers::ras::carries_log_lines(&head(file)) {
+            inputs.rest.push(file.to_path_buf());
+        }
         inputs.ras.push(file.to_path_buf());
     } else if topo_parsers::inspector::looks_like_inspector(&head(file)) {
         inputs.inspector.push(file.to_path_buf());

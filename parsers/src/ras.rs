@@ -35,6 +35,15 @@ pub fn looks_like_ras(text: &str) -> bool {
         || text.lines().any(|l| comm_header(l).is_some())
 }
 
+/// Whether a RAS text output also holds log lines: users paste the RAS
+/// status together with the job's NCCL or framework errors, which are then
+/// read as a log as well. RAS's own header (`NCCL version 2.26.2 compiled
+/// with CUDA 12.4`) does not count.
+pub fn carries_log_lines(text: &str) -> bool {
+    !text.trim_start().starts_with('{')
+        && text.lines().any(|l| !l.trim_start().starts_with("NCCL version") && crate::nccl_log::is_log_line(l))
+}
+
 pub fn parse(file: &str, text: &str) -> Result<RasStatus, RasError> {
     if text.trim_start().starts_with('{') { parse_json(file, text) } else { Ok(parse_text(file, text)) }
 }

@@ -104,12 +104,18 @@ fn check(truth: &Truth, report: &NcclReport) -> Vec<String> {
         // The hand-written labels once say "tcp provider (1 nic)" for "tcp (1 nic)".
         let want: BTreeSet<String> = devices.iter().map(|d| d.replace(" provider", "")).collect();
         // A truth may name the device without its port and link layer (`mlx5_0` for `mlx5_0:1/IB`).
+        // or with its port and without the link layer (`mlx5_0:1`).
         let bare = devices.iter().all(|d| !d.contains(':'));
+        let no_layer = devices.iter().all(|d| !d.contains('/'));
         let got: BTreeSet<String> = report
             .network
             .devices
             .iter()
-            .map(|d| if bare { d.split(':').next().unwrap_or(d).to_string() } else { d.clone() })
+            .map(|d| match (bare, no_layer) {
+                (true, _) => d.split(':').next().unwrap_or(d).to_string(),
+                (false, true) => d.split('/').next().unwrap_or(d).to_string(),
+                _ => d.clone(),
+            })
             .collect();
         expect("net_devices", want == got, format!("want {want:?}, got {got:?}"));
     }
@@ -183,7 +189,7 @@ fn check(truth: &Truth, report: &NcclReport) -> Vec<String> {
 fn every_log_matches_its_hand_read_facts() {
     let text = std::fs::read_to_string(fixtures().join("truth.yaml")).unwrap();
     let truths: Vec<Truth> = serde_yaml::from_str(&text).unwrap();
-    assert_eq!(truths.len(), 343);
+    assert_eq!(truths.len(), 416);
     // Facts the hand-read truth has and the reader knowingly lacks, with why.
     // Listed so the rest is held exactly; a listed miss that starts to pass
     // fails too, so the list cannot go stale.
@@ -271,11 +277,6 @@ fn every_log_matches_its_hand_read_facts() {
         // the prefix is not NCCL's, so no host or process is taken from it.
         ("325-", "hosts"),
         ("325-", "processes"),
-        // No `Using network` line and no connection line: the IB transport
-        // (325) is named only inside a WARN text printed from a file of no
-        // transport (327's WARN from net_socket.cc, and 332's `NET/IB : No
-        // device found.`, now name theirs).
-        ("325-", "network"),
         // One line's host cut at the front (`[15]23:83:2526`, interleaved
         // output): a second host and process the reader cannot tell from a real one.
         ("327-", "hosts"),
@@ -296,7 +297,6 @@ fn every_log_matches_its_hand_read_facts() {
         // No `Using network` line, no connection line: the network is named
         // only by the failing calls (proxy connect, ibv_modify_qp, ibv_reg_mr).
         ("364-", "network"),
-        ("366-", "network"),
         ("367-", "network"),
         // Batch I (380-391): sizes and nodes from the thread or the job's
         // flags (a framework's own log, a traceback, a tensor-parallel degree).
@@ -348,14 +348,9 @@ fn every_log_matches_its_hand_read_facts() {
         ("403-", "network"),
         ("404-", "network"),
         // Batches M and N (460-494): sizes and node counts from the thread or
-        // the job's flags; the network named only by a verbs wrapper's WARN
-        // (ibvwrap.cc prints for IB and for its absence alike) or by
-        // aws-ofi-nccl's own WARNs; devices named only in the thread.
+        // the job's flags; devices named only in the thread.
         ("461-", "nodes"),
-        ("461-", "network"),
-        ("462-", "network"),
         ("463-", "nodes"),
-        ("463-", "network"),
         ("465-", "ranks"),
         ("469-", "net_devices"),
         ("470-", "ranks"),
@@ -369,7 +364,6 @@ fn every_log_matches_its_hand_read_facts() {
         ("485-", "ranks"),
         ("485-", "nodes"),
         ("486-", "nodes"),
-        ("486-", "network"),
         ("487-", "nodes"),
         ("488-", "nodes"),
         ("489-", "nodes"),
@@ -379,7 +373,6 @@ fn every_log_matches_its_hand_read_facts() {
         ("492-", "ranks"),
         ("492-", "nodes"),
         ("493-", "nodes"),
-        ("493-", "network"),
         // Batch O (500-509): sizes and nodes from the thread; the host field
         // is empty (`:4171735:4171735 [0]`, 507): no host or process named.
         ("500-", "ranks"),
@@ -389,7 +382,6 @@ fn every_log_matches_its_hand_read_facts() {
         ("504-", "ranks"),
         ("504-", "nodes"),
         ("505-", "nodes"),
-        ("505-", "network"),
         ("506-", "ranks"),
         ("506-", "nodes"),
         ("507-", "ranks"),
@@ -398,6 +390,85 @@ fn every_log_matches_its_hand_read_facts() {
         ("507-", "processes"),
         ("509-", "ranks"),
         ("509-", "nodes"),
+        // Batches P-U (520-633, second session of 2026-11-25). Sizes and node
+        // counts read from the thread's prose, not from any kept line: one-line
+        // quotes, framework errors, old formats without init lines, a RAS
+        // status (627's 256 ranks on 32 nodes are RAS's, not the log's).
+        ("520-", "nodes"),
+        ("523-", "ranks"),
+        ("523-", "nodes"),
+        ("540-", "nodes"),
+        ("541-", "nodes"),
+        ("545-", "ranks"),
+        ("569-", "ranks"),
+        ("570-", "ranks"),
+        ("573-", "ranks"),
+        ("589-", "ranks"),
+        ("593-", "ranks"),
+        ("600-", "ranks"),
+        ("602-", "ranks"),
+        ("603-", "ranks"),
+        ("606-", "ranks"),
+        ("607-", "ranks"),
+        ("609-", "ranks"),
+        ("611-", "ranks"),
+        ("627-", "ranks"),
+        ("627-", "nodes"),
+        ("629-", "ranks"),
+        ("631-", "ranks"),
+        // One node's lines of a multi-node job: topo counts the hosts it
+        // sees (a lower bound it reports as the count).
+        ("562-", "nodes"),
+        ("567-", "nodes"),
+        ("569-", "nodes"),
+        ("574-", "nodes"),
+        ("589-", "nodes"),
+        ("602-", "nodes"),
+        ("611-", "nodes"),
+        // The network from the thread (an EFA or IB cluster) where the kept
+        // lines name none, or name a plugin that failed (564, 565, 571: NCCL
+        // then falls back to its own transports); 522's `IBext_v10` is the
+        // plugin's own name for IB; 600/602 name net_ib.cu only in trail lines.
+        ("522-", "network"),
+        ("523-", "network"),
+        ("543-", "network"),
+        ("564-", "network"),
+        ("565-", "network"),
+        ("567-", "network"),
+        ("571-", "network"),
+        ("593-", "network"),
+        ("600-", "network"),
+        ("602-", "network"),
+        ("607-", "network"),
+        ("621-", "network"),
+        ("623-", "network"),
+        ("624-", "network"),
+        ("630-", "network"),
+        ("633-", "network"),
+        // Devices only in a WARN's words (`NET/IB : mlx5_32:1 Got async error
+        // event`, TCPX's `nic 0, enp12s0`, a SHARP plugin's `mlx5_4:1`).
+        ("528-", "net_devices"),
+        ("566-", "net_devices"),
+        ("624-", "net_devices"),
+        // Empty host fields (`:166:1226 [0]`, 522) and a prefix the reader does
+        // not split (543: `a100-st-p4de24xlarge-668:...` after a timestamp
+        // without brackets): hosts and processes not named.
+        ("522-", "hosts"),
+        ("522-", "processes"),
+        ("543-", "hosts"),
+        ("543-", "processes"),
+        // 545: the version line lost its first letter (`CCL version 2.21.5`).
+        ("545-", "version"),
+        // 568: NCCL 2.x printed `NCCL_IB_HCA set to mlx5_1` (no "by
+        // environment"); the truth's convention counts only the later wording.
+        ("568-", "env"),
+        // Counted by convention (WARN lines without the words `NCCL WARN`).
+        ("584-", "warnings"),
+        ("586-", "warnings"),
+        ("589-", "warnings"),
+        ("600-", "warnings"),
+        ("602-", "warnings"),
+        ("607-", "warnings"),
     ];
     let mut failures = Vec::new();
     let mut known = Vec::new();
@@ -406,11 +477,20 @@ fn every_log_matches_its_hand_read_facts() {
         for problem in check(truth, &report) {
             let listed =
                 KNOWN_MISSES.iter().any(|(file, what)| truth.file.starts_with(file) && problem.starts_with(what));
-            if listed { known.push(truth.file.clone()) } else { failures.push(format!("{}: {problem}", truth.file)) }
+            if listed {
+                known.push((truth.file.clone(), problem));
+            } else {
+                failures.push(format!("{}: {problem}", truth.file))
+            }
         }
     }
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
-    assert_eq!(known.len(), KNOWN_MISSES.len(), "a known miss now passes: remove it from KNOWN_MISSES ({known:?})");
+    let passing: Vec<&(&str, &str)> = KNOWN_MISSES
+        .iter()
+        .filter(|(file, what)| !known.iter().any(|(f, problem)| f.starts_with(file) && problem.starts_with(what)))
+        .collect();
+    assert!(passing.is_empty(), "a known miss now passes: remove it from KNOWN_MISSES: {passing:?}");
+    assert_eq!(known.len(), KNOWN_MISSES.len(), "two misses of one kind in a file: list it once per miss");
 }
 
 #[test]

@@ -12,6 +12,20 @@ use super::pattern::{CompiledPattern, collapse_spaces};
 /// Literal characters a WARN row needs before a line without NCCL's prefix is
 /// taken as its text (`Error while creating shared memory segment` yes, `%s:%d %s` no).
 const MIN_BARE_LITERAL: usize = 24;
+/// Characters of a WARN row's opening text a bare line must repeat to be
+/// taken for NCCL's words: no other program prints 40 characters of them.
+const MIN_BARE_OPENING: usize = 40;
+
+/// How many characters `text` shares with the start of `opening`, cut back
+/// to where both are at a word's end.
+fn shared_words(opening: &str, text: &str) -> usize {
+    let same = opening.bytes().zip(text.bytes()).take_while(|(a, b)| a == b).count();
+    let at_end = |s: &str, i: usize| s.as_bytes().get(i).is_none_or(|b| !b.is_ascii_alphanumeric());
+    (0..=same)
+        .rev()
+        .find(|&i| at_end(opening, i) && at_end(text, i) && i > 0 && !opening.as_bytes()[i - 1].is_ascii_whitespace())
+        .unwrap_or(0)
+}
 
 // The rows, compiled from `data/nccl-messages.yaml` by `build.rs` (which fails
 // the build on a row naming an unknown class).
@@ -71,6 +85,9 @@ pub struct Message {
     /// subsystem (`peer access is not supported` from transport/shm.cc is
     /// cuMem host memory, not P2P).
     pub only_in: Option<&'static str>,
+    /// The network a message from this row proves in use (a network plugin's
+    /// own WARN: `NET/OFI ...` is aws-ofi-nccl over libfabric).
+    pub carries: Option<&'static str>,
 }
 
 /// The subsystem an NCCL source file belongs to.
@@ -179,6 +196,10 @@ pub struct WcStatus {
     /// The class this status usually points at beyond the completion error
     /// itself (a protection error on a GPUDirect path: `gdr-path-broken`).
     pub class: Option<&'static str>,
+    /// A libfabric provider's error (EFA, CXI): its own words, which the
+    /// completion line quotes, and the provider. `None` for verbs statuses.
+    pub text: Option<&'static str>,
+    pub provider: Option<&'static str>,
 }
 
 /// An `ncclResult_t` value as error trails print it (`init.cc:1234 -> 2`).
@@ -195,6 +216,8 @@ pub struct Catalogue {
     pub classes: BTreeMap<&'static str, Class>,
     pub messages: &'static [Message],
     pub wc_status: &'static [WcStatus],
+    /// libfabric providers' completion errors, as aws-ofi-nccl prints them.
+    pub provider_errors: &'static [WcStatus],
     pub results: &'static [ResultCode],
     pub sources: &'static [SourceClass],
     pub unreachable_addresses: &'static [UnreachableAddress],
@@ -243,6 +266,7 @@ impl Catalogue {
             classes: CLASSES.iter().copied().collect(),
             messages: MESSAGES,
             wc_status: WC_STATUS,
+            provider_errors: PROVIDER_ERRORS,
             results: RESULTS,
             sources: SOURCES,
             unreachable_addresses: UNREACHABLE_ADDRESSES,
@@ -268,6 +292,7 @@ impl Catalogue {
         let text = collapse_spaces(text.trim());
         let file = source.and_then(|s| s.split(':').next());
         let mut best: Option<(usize, (bool, usize, bool))> = None;
+        let mut best_whole: Option<(usize, (bool, usize, bool))> = None;
         // Framework rows: their text anywhere in the line, by prebuilt searchers.
         let framework_hits = self
             .framework_rows
@@ -293,6 +318,21 @@ impl Catalogue {
             if hit && best.is_none_or(|(_, r)| rank > r) {
                 best = Some((i, rank));
             }
+            if hit
+                && (level == Level::Framework || pattern.matches_whole(&text))
+                && best_whole.is_none_or(|(_, r)| rank > r)
+            {
+                best_whole = Some((i, rank));
+            }
+        }
+        // A row the line holds only cut inside its last words (a multi-line
+        // WARN's first line) is taken when it says the same as the best row
+        // the line holds whole, only more; one that says something else is
+        // another message (`Call to ibv_create_qp failed` is not `Call to %s
+        // failed : Connection reset by peer` cut after `failed`).
+        let class_of = |found: Option<(usize, _)>| found.and_then(|(i, _)| self.messages.get(i)).map(|m| m.class);
+        if best_whole.is_some() && class_of(best) != class_of(best_whole) {
+            best = best_whole;
         }
         best.and_then(|(index, _)| Some(Match { index, row: self.messages.get(index)? }))
     }
@@ -303,9 +343,25 @@ impl Catalogue {
         self.row_by_first_word(&self.info_by_word, message)
     }
 
-    /// A WARN row that printed `message` although the line has no NCCL prefix.
+    /// A WARN row that printed `message` although the line has no NCCL prefix:
+    /// the whole text, or its opening when the line stops or turns aside
+    /// after enough of it (a WARN whose format has a line break prints the
+    /// rest on bare lines; a quote cut or reworded after the opening words).
     pub fn bare_warn(&self, message: &str) -> Option<Match<'_>> {
-        self.row_by_first_word(&self.warn_by_word, message)
+        self.row_by_first_word(&self.warn_by_word, message).or_else(|| self.warn_by_opening(message))
+    }
+
+    /// The WARN row whose opening text `message` repeats for the most
+    /// characters, at least [`MIN_BARE_OPENING`], up to a word's end.
+    fn warn_by_opening(&self, message: &str) -> Option<Match<'_>> {
+        let rows = self.warn_by_word.get(message.split_whitespace().next()?)?;
+        let text = collapse_spaces(message.trim());
+        rows.iter()
+            .filter_map(|&i| Some((i, self.messages.get(i)?, self.patterns.get(i)?.literals.first()?)))
+            .map(|(i, row, opening)| (i, row, shared_words(opening, &text)))
+            .filter(|(_, _, shared)| *shared >= MIN_BARE_OPENING)
+            .max_by_key(|(_, _, shared)| *shared)
+            .map(|(index, row, _)| Match { index, row })
     }
 
     /// The most specific row among those whose pattern begins with the
@@ -325,6 +381,21 @@ impl Catalogue {
         self.settings.iter().find(|s| s.name == name)
     }
 
+    /// Whether a text reports a failed CUDA call: one of the table's generic
+    /// CUDA-failure WARN rows (class `cuda-error`) matches it.
+    pub fn reports_cuda_failure(&self, text: &str) -> bool {
+        let text = collapse_spaces(text.trim());
+        self.messages
+            .iter()
+            .zip(self.patterns)
+            .any(|(row, p)| row.level == Level::Warn && row.class == "cuda-error" && p.matches_collapsed(&text))
+    }
+
+    /// The network a WARN's text proves in use (its row's `carries`).
+    pub fn text_network(&self, text: &str) -> Option<&'static str> {
+        self.classify_at(Level::Warn, text, None)?.row.carries
+    }
+
     /// The network a message from this NCCL source location proves in use.
     pub fn source_network(&self, location: &str) -> Option<&'static str> {
         self.source_row(location)?.carries
@@ -337,7 +408,13 @@ impl Catalogue {
     fn source_row(&self, location: &str) -> Option<&'static SourceClass> {
         let file = location.split(':').next()?;
         let file = file.rsplit_once("src/").map_or(file, |(_, own)| own);
-        self.sources.iter().find(|s| file.starts_with(s.file))
+        // NCCL 2.4 and older named their CUDA-compiled files `.cu`
+        // (`transport/net_ib.cu`): the same file as today's `.cc`.
+        let old = file.strip_suffix(".cu").map(|stem| (stem, ".cc"));
+        self.sources.iter().find(|s| match old {
+            Some((stem, cc)) => s.file.strip_prefix(stem) == Some(cc),
+            None => file.starts_with(s.file),
+        })
     }
 
     /// The subsystem class of an NCCL source location (`transport/nvls.cc:157`).
@@ -391,8 +468,13 @@ impl Catalogue {
     }
 
     /// The status of a completion error as NCCL prints it: `status=12`,
-    /// `with error 12`, `status=IBV_WC_RETRY_EXC_ERR(12)`.
+    /// `with error 12`, `status=IBV_WC_RETRY_EXC_ERR(12)`; or a libfabric
+    /// provider's error that aws-ofi-nccl quotes (`completed with error. RC:
+    /// 103. Error: 4126 (Unresponsive receiver ...)`), known by its words.
     pub fn completion_status(&self, text: &str) -> Option<&WcStatus> {
+        if text.contains("completed with error") {
+            return self.provider_errors.iter().find(|e| e.text.is_some_and(|words| text.contains(words)));
+        }
         if !text.contains("completion") {
             return None;
         }
@@ -440,6 +522,74 @@ mod tests {
 
     /// The same CUDA error means cuMem host memory in SHM's file (NVIDIA/nccl#1838)
     /// and P2P anywhere else.
+    #[test]
+    fn a_line_cut_after_a_shared_word_is_not_another_message() {
+        // `Call to %s failed : Connection reset by peer` cut after `failed`
+        // would match every complete `Call to ... failed`: the row the line
+        // holds whole wins when the two say different things.
+        let class = |text| CATALOGUE.classify(Level::Warn, text).map(|m| m.row.class);
+        assert_eq!(class("Call to ibv_create_qp failed"), Some("ib-verbs-failure"));
+        assert_eq!(class("Call to recv failed : Connection reset by peer"), Some("peer-lost"));
+        assert_eq!(class("Call to bind failed: Address already in use"), Some("resource-exhausted"));
+        // One punctuation mark is no evidence of a cut line.
+        assert_ne!(class("mlx5: host_unknown: got completion with error:"), Some("invalid-usage"));
+        // A multi-line WARN's first line still takes its own row (NCCL 2.27+
+        // prints the NVLS advice on the next lines).
+        let first = "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 401 'the operation cannot be performed in the present state'.";
+        let hit = CATALOGUE.classify(Level::Warn, first).unwrap();
+        assert_eq!((hit.row.class, hit.row.also.contains(&"nvlink-fabric-failure")), ("nvls-failure", true));
+    }
+
+    #[test]
+    fn a_bare_line_that_opens_a_warn_is_that_warn() {
+        // A WARN whose format has a line break: its first line alone (520).
+        let cut = CATALOGUE.bare_warn("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152:").unwrap();
+        assert_eq!(cut.row.class, "nvls-failure");
+        // Reworded after 40 shared characters (422).
+        let loose = CATALOGUE.bare_warn("Failed to bind NVLink SHARP (NVLS) Multicast memory: CUDA error 401").unwrap();
+        assert_eq!(loose.row.class, "nvls-failure");
+        // Fewer shared characters, or a shared run ending inside a word: not NCCL's.
+        assert!(CATALOGUE.bare_warn("Failed to bind the socket to port 80").is_none());
+        assert!(CATALOGUE.bare_warn("Failed to bind NVLink SHARP (NVLS) Multicastxyz memory of size 1").is_none());
+    }
+
+    #[test]
+    fn provider_errors_are_known_by_their_words() {
+        let efa = "NET/OFI Request 0x7f456c224810 completed with error. RC: 103. Error: 4126 (Unresponsive receiver (reachable by EFA device but handshake failed) My EFA addr: fi_addr_efa://[fe80::c55:2eff:fe44:db5]:0:142160333";
+        let status = CATALOGUE.completion_status(efa).unwrap();
+        assert_eq!(
+            (status.name, status.class, status.provider),
+            ("FI_EFA_ERR_UNESTABLISHED_RECV_UNRESP", Some("peer-lost"), Some("efa"))
+        );
+        let hit = CATALOGUE.classify(Level::Warn, efa).unwrap();
+        assert_eq!((hit.row.class, hit.row.carries), ("ib-completion-error", Some("AWS Libfabric")));
+        // The verbs status numbers are not read from an OFI line, and no
+        // provider's words from a verbs line.
+        assert!(
+            CATALOGUE
+                .completion_status(
+                    "NET/OFI Request 0x1 completed with error. RC: 20. Error: unknown error. Completed length: 0"
+                )
+                .is_none()
+        );
+        let verbs = CATALOGUE
+            .completion_status(
+                "NET/IB : Got completion from peer 10.0.0.2<5555> with status=12 opcode=0 len=0 vendor err 129",
+            )
+            .unwrap();
+        assert_eq!((verbs.name, verbs.provider), ("IBV_WC_RETRY_EXC_ERR", None));
+        // A plugin that failed to start proves no network (NCCL falls back).
+        assert_eq!(CATALOGUE.text_network("NET/OFI aws-ofi-nccl initialization failed"), None);
+    }
+
+    #[test]
+    fn old_cu_source_files_are_todays_cc_files() {
+        assert_eq!(CATALOGUE.source_class("transport/net_ib.cu:555"), Some("ib-verbs-failure"));
+        assert_eq!(CATALOGUE.source_network("transport/net_ib.cu:555"), Some("IB"));
+        assert_eq!(CATALOGUE.source_class("transport/net.cu:12"), Some("proxy-failure"));
+        assert_eq!(CATALOGUE.source_class("transport/nvls_other.cu:1"), None);
+    }
+
     #[test]
     fn a_row_held_to_a_file_applies_there_only() {
         let text = "Cuda failure 217 'peer access is not supported between these two devices'";

@@ -114,7 +114,10 @@ impl MessageTable {
 /// call, an internal check, no row at all) from an NCCL source file of a known
 /// subsystem becomes that subsystem's class, the generic one kept beside it.
 fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, Vec<String>) {
-    let warn = CATALOGUE.classify_at(Level::Warn, text, source);
+    // A framework's or a bare line may quote a WARN cut after its opening words.
+    let warn = CATALOGUE
+        .classify_at(Level::Warn, text, source)
+        .or_else(|| (level == Level::Framework).then(|| CATALOGUE.bare_warn(text)).flatten());
     let own = if level == Level::Warn { None } else { CATALOGUE.classify_at(level, text, source) };
     let generic = |class: &str| matches!(class, "unknown" | "internal-error" | "cuda-error");
     let pick = match (level, warn, own) {
@@ -134,6 +137,12 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
     {
         also.extend(class.take());
         class = Some(subsystem);
+    }
+    // A failed CUDA call keeps that class beside the specific one a row gives
+    // it (`Cuda failure 711 'peer mapping resources exhausted'` is a resource
+    // limit, and still a CUDA call that failed).
+    if class.is_some_and(|c| c != "cuda-error") && CATALOGUE.reports_cuda_failure(text) {
+        also.push("cuda-error");
     }
     if let Some(class) = CATALOGUE.completion_status(text).and_then(|s| s.class) {
         also.push(class);

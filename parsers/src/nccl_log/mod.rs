@@ -20,3 +20,11 @@ mod tuning_table;
 pub use communicator::transport_kind;
 pub use input::{LogError, feed, read_lines, read_stream};
 pub use report::LogParser;
+
+/// Whether one line is NCCL's (an `NCCL INFO`/`WARN` line, old formats
+/// included) or a framework's error carrying NCCL's words: how a file of
+/// another kind (a RAS status pasted with the job's errors) is seen to hold a
+/// log too.
+pub fn is_log_line(line: &str) -> bool {
+    prefix::split(line).level != prefix::Level::Bare || framework::recognise(line).is_some()
+}

@@ -89,7 +89,7 @@ impl Pattern {
     /// As [`Pattern::matches`], for a message whose runs of spaces are already
     /// collapsed (to test many patterns against one message).
     pub fn matches_collapsed(&self, text: &str) -> bool {
-        matches_literals(&self.literals, self.anchored, text)
+        matches_literals(&self.literals, self.anchored, text, true)
     }
 }
 
@@ -113,7 +113,14 @@ impl CompiledPattern {
     }
 
     pub fn matches_collapsed(&self, text: &str) -> bool {
-        matches_literals(self.literals, self.anchored, text)
+        matches_literals(self.literals, self.anchored, text, true)
+    }
+
+    /// [`Self::matches_collapsed`] with every literal present: not a line
+    /// cut inside the last one (`Call to ibv_create_qp failed` is not `Call
+    /// to %s failed : Connection reset by peer` cut after `failed`).
+    pub fn matches_whole(&self, text: &str) -> bool {
+        matches_literals(self.literals, self.anchored, text, false)
     }
 }
 
@@ -126,7 +133,7 @@ fn first_word<S: AsRef<str>>(literals: &[S], anchored: bool) -> Option<&str> {
 
 /// The one matcher behind both kinds of pattern: the anchored first literal
 /// must begin the text, the others follow in order.
-fn matches_literals<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str) -> bool {
+fn matches_literals<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, allow_cut: bool) -> bool {
     let mut rest = text;
     for (i, literal) in literals.iter().enumerate() {
         let literal = literal.as_ref();
@@ -141,9 +148,10 @@ fn matches_literals<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str) -
         // word standing at the end is enough.
         match rest.find(literal) {
             Some(at) => rest = &rest[at + literal.len()..],
-            None if i + 1 == literals.len() && !rest.is_empty() => {
+            None if allow_cut && i + 1 == literals.len() && !rest.is_empty() => {
+                // One punctuation mark (`:`) ends too many lines to say so.
                 let head = literal.split_whitespace().next().unwrap_or("");
-                return !head.is_empty() && rest.trim_end().ends_with(head) && literal.trim().len() > head.len();
+                return head.len() >= 2 && rest.trim_end().ends_with(head) && literal.trim().len() > head.len();
             }
             None => return false,
         }

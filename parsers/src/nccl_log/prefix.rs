@@ -160,11 +160,11 @@ pub fn split(line: &str) -> LogLine<'_> {
             tid: None,
             cuda_dev: None,
             source: None,
-            message: strip_launcher_tag(line.trim()),
+            message: without_repeat_note(strip_launcher_tag(line.trim())),
             interrupted: false,
         };
     };
-    let message = line[end..].trim();
+    let message = without_repeat_note(line[end..].trim());
     let before = line[..start].trim_end();
     // Another marker before this one means another process's line was cut.
     let interrupted = markers_seen > 1;
@@ -251,6 +251,17 @@ pub fn split_plain_info(line: &str) -> Option<LogLine<'_>> {
 }
 
 /// Removes a launcher's tag from a bare line: `[1,0]<stdout>:`, `[rank0]:`.
+/// The line without Ray's log deduplication note (`... [repeated 15x across
+/// cluster]`), which Ray appends to a line other workers also printed.
+fn without_repeat_note(message: &str) -> &str {
+    let Some(body) = message.strip_suffix(" across cluster]") else { return message };
+    let Some((kept, note)) = body.rsplit_once(" [repeated ") else { return message };
+    match note.strip_suffix('x').is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) {
+        true => kept.trim_end(),
+        false => message,
+    }
+}
+
 fn strip_launcher_tag(line: &str) -> &str {
     if line.starts_with('[')
         && let Some(end) = line.find(">:").or_else(|| line.find("]:"))
@@ -263,6 +274,19 @@ fn strip_launcher_tag(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ray_repeat_notes_are_not_part_of_the_message() {
+        let line = split(
+            "(RayTrainWorker pid=954, ip=10.67.132.202) host:954:3133 [6] NCCL INFO Using network Socket [repeated 15x across cluster]",
+        );
+        assert_eq!((line.host, line.message), (Some("host"), "Using network Socket"));
+        // Only Ray's exact note is dropped.
+        assert_eq!(
+            split("host:1:2 [0] NCCL INFO x [repeated many across cluster]").message,
+            "x [repeated many across cluster]"
+        );
+    }
 
     #[test]
     fn info_warn_and_launcher_tags() {

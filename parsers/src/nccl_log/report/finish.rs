@@ -178,7 +178,14 @@ impl LogParser {
             not_kept,
         };
         report.annotate_from_logged_paths();
-        // Nothing named the network: a message only a transport in use prints does.
+        // Nothing named the network: a network plugin's own WARN names it
+        // (`NET/OFI ...`: aws-ofi-nccl), else a message only a transport in
+        // use prints does.
+        if report.network.used.is_empty() {
+            let by_row =
+                report.warnings.iter().chain(&report.framework_errors).find_map(|w| CATALOGUE.text_network(&w.text));
+            report.network.used.extend(by_row.map(str::to_string));
+        }
         if report.network.used.is_empty() {
             let carried = report
                 .warnings

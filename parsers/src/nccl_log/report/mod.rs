@@ -304,6 +304,15 @@ impl LogParser {
 
     /// Everything but COLL lines in the plain prefix: the general reader.
     fn read_split(&mut self, text: &str, line: LogLine) {
+        // A line kept from its level word on (`INFO NET/IB : GPU Direct RDMA
+        // Disabled for HCA 0 'mlx5_0'`): an INFO line when NCCL's reader or
+        // message table knows the message.
+        if line.level == Level::Bare
+            && let Some(rest) = line.message.strip_prefix("INFO ").map(str::trim_start)
+            && (message::parse(rest).is_some() || CATALOGUE.info_row(rest).is_some())
+        {
+            return self.read_split(text, LogLine { level: Level::Info, message: rest, ..line });
+        }
         let number = self.line_number;
         self.line_host = self.host_slot(line.host);
         if line.level != Level::Bare {
@@ -475,6 +484,7 @@ impl LogParser {
     /// that one of the table's WARN rows printed, long enough to be no accident.
     fn bare_warn_text(&mut self, text: &str, rank: Option<u32>) -> bool {
         let message = without_source_and_level(framework::without_rank_tag(text.trim()));
+        let message = message.strip_prefix("WARN ").map_or(message, str::trim_start);
         if CATALOGUE.bare_warn(message).is_none() {
             return false;
         }
@@ -674,14 +684,25 @@ fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
 /// (`include/socket.h:344 WARN Socket creation failed : ...`, as a launcher or
 /// a paste keeps it): without NCCL's source location and level word.
 fn without_source_and_level(text: &str) -> &str {
-    let Some((location, rest)) = text.split_once(' ') else { return text };
-    let (file, line) = location.rsplit_once(':').unwrap_or(("", ""));
-    let source_file = [".cc", ".c", ".h", ".cu", ".cpp"].iter().any(|ext| file.ends_with(ext));
-    if !source_file || line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
-        return text;
+    // `file.cc:NN [NCCL] WARN message`, anywhere in the line: what comes before
+    // may be a prefix NCCL's splitter does not know (`machine [0] ...` of a
+    // host with no pid and tid, a launcher's own tag).
+    for (at, _) in text.match_indices("WARN ") {
+        let head = text[..at].trim_end();
+        let head = head.strip_suffix("NCCL").map_or(head, str::trim_end);
+        let location = head.rsplit(char::is_whitespace).next().unwrap_or(head);
+        if (at == 0 || text[..at].ends_with(' ')) && is_source_location(location) {
+            return text[at + "WARN ".len()..].trim_start();
+        }
     }
-    let rest = rest.trim_start();
-    rest.strip_prefix("NCCL WARN ").or_else(|| rest.strip_prefix("WARN ")).map_or(text, str::trim_start)
+    text
+}
+
+/// `misc/ibvwrap.cu:269`: an NCCL source file and line.
+fn is_source_location(token: &str) -> bool {
+    let (file, line) = token.rsplit_once(':').unwrap_or(("", ""));
+    let source_file = [".cc", ".c", ".h", ".cu", ".cpp"].iter().any(|ext| file.ends_with(ext));
+    source_file && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn push_unique(list: &mut Vec<String>, item: &str) {
