@@ -68,5 +68,6 @@ fn nine_in_ten_warn_strings_name_a_specific_cause() {
         })
         .count();
     let share = specific as f64 / formats.len() as f64;
+    println!("{file}: {specific} of {} WARN formats ({:.1} %) name a specific cause", formats.len(), share * 100.0);
     assert!(share >= 0.9, "{file}: {specific} of {} ({:.1} %) name a specific cause", formats.len(), share * 100.0);
 }

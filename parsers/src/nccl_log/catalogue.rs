@@ -292,7 +292,6 @@ impl Catalogue {
         let text = collapse_spaces(text.trim());
         let file = source.and_then(|s| s.split(':').next());
         let mut best: Option<(usize, (bool, usize, bool))> = None;
-        let mut best_whole: Option<(usize, (bool, usize, bool))> = None;
         // Framework rows: their text anywhere in the line, by prebuilt searchers.
         let framework_hits = self
             .framework_rows
@@ -309,30 +308,22 @@ impl Catalogue {
             if row.only_in.is_some_and(|only| !file.is_some_and(|f| f.starts_with(only))) {
                 continue;
             }
-            let hit = level == Level::Framework || pattern.matches_collapsed(&text);
+            // The literal characters the line holds: a row's all, or those
+            // before the cut of a line that stops inside one (a multi-line
+            // WARN's first line, an excerpt).
+            let held = match level {
+                Level::Framework => Some(pattern.specificity()),
+                _ => pattern.matched(&text),
+            };
+            let Some(held) = held else { continue };
             // A framework line that names a cause (`internal error`) is read by
             // it before a generic wrapper (`ncclCommInitRank failed`); a row
             // held to this file outranks the same words anywhere.
             let named = level != Level::Framework || row.class != "unknown";
-            let rank = (named, pattern.specificity(), row.only_in.is_some());
-            if hit && best.is_none_or(|(_, r)| rank > r) {
+            let rank = (named, held, row.only_in.is_some());
+            if best.is_none_or(|(_, r)| rank > r) {
                 best = Some((i, rank));
             }
-            if hit
-                && (level == Level::Framework || pattern.matches_whole(&text))
-                && best_whole.is_none_or(|(_, r)| rank > r)
-            {
-                best_whole = Some((i, rank));
-            }
-        }
-        // A row the line holds only cut inside its last words (a multi-line
-        // WARN's first line) is taken when it says the same as the best row
-        // the line holds whole, only more; one that says something else is
-        // another message (`Call to ibv_create_qp failed` is not `Call to %s
-        // failed : Connection reset by peer` cut after `failed`).
-        let class_of = |found: Option<(usize, _)>| found.and_then(|(i, _)| self.messages.get(i)).map(|m| m.class);
-        if best_whole.is_some() && class_of(best) != class_of(best_whole) {
-            best = best_whole;
         }
         best.and_then(|(index, _)| Some(Match { index, row: self.messages.get(index)? }))
     }

@@ -116,11 +116,13 @@ impl CompiledPattern {
         matches_literals(self.literals, self.anchored, text, true)
     }
 
-    /// [`Self::matches_collapsed`] with every literal present: not a line
-    /// cut inside the last one (`Call to ibv_create_qp failed` is not `Call
-    /// to %s failed : Connection reset by peer` cut after `failed`).
-    pub fn matches_whole(&self, text: &str) -> bool {
-        matches_literals(self.literals, self.anchored, text, false)
+    /// The literal characters a (collapsed) message holds when it matches:
+    /// all of them ([`Self::specificity`]), or fewer for a line cut inside
+    /// one. Rows are ranked by it: `Call to ibv_create_qp failed` holds more
+    /// of its own row than of `Call to %s failed : Connection reset by peer`
+    /// cut after `failed`.
+    pub fn matched(&self, text: &str) -> Option<usize> {
+        matched_chars(self.literals, self.anchored, text, true)
     }
 }
 
@@ -134,29 +136,76 @@ fn first_word<S: AsRef<str>>(literals: &[S], anchored: bool) -> Option<&str> {
 /// The one matcher behind both kinds of pattern: the anchored first literal
 /// must begin the text, the others follow in order.
 fn matches_literals<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, allow_cut: bool) -> bool {
+    matched_chars(literals, anchored, text, allow_cut).is_some()
+}
+
+/// How many of the pattern's literal characters `text` holds, when it
+/// matches: all of them, or, for a line that stops inside a literal, those
+/// before the cut.
+fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, allow_cut: bool) -> Option<usize> {
     let mut rest = text;
+    let mut matched = 0;
     for (i, literal) in literals.iter().enumerate() {
         let literal = literal.as_ref();
         if i == 0 && anchored {
-            match rest.strip_prefix(literal.trim_end().trim_start()) {
+            let opening = literal.trim();
+            match rest.strip_prefix(opening) {
                 Some(after) => rest = after,
-                None => return false,
+                // A line cut inside the opening words (an issue title, an
+                // excerpt): enough of them, up to a word's end.
+                None => {
+                    let text = rest.trim_end();
+                    return (allow_cut && cut_in_opening(opening, text)).then_some(text.len());
+                }
             }
+            matched += opening.len();
             continue;
         }
-        // A literal at the end may be cut off with the line: its first
-        // word standing at the end is enough.
+        // The line may stop inside a literal (cut by an excerpt, wrapped by
+        // its author, a multi-line WARN): at least its first word standing
+        // at the line's end is enough, and nothing after it is asked for.
         match rest.find(literal) {
             Some(at) => rest = &rest[at + literal.len()..],
-            None if allow_cut && i + 1 == literals.len() && !rest.is_empty() => {
-                // One punctuation mark (`:`) ends too many lines to say so.
-                let head = literal.split_whitespace().next().unwrap_or("");
-                return head.len() >= 2 && rest.trim_end().ends_with(head) && literal.trim().len() > head.len();
-            }
-            None => return false,
+            None if allow_cut && !rest.is_empty() => return ends_inside(literal, rest.trim_end()).map(|k| matched + k),
+            None => return None,
         }
+        matched += literal.trim().len();
     }
-    true
+    Some(matched)
+}
+
+/// `text` ends with the start of `literal`: its first word at least (a lone
+/// punctuation mark takes the next word with it: a line ending in `,` or `:`
+/// says nothing). The characters of `literal` it holds.
+fn ends_inside(literal: &str, text: &str) -> Option<usize> {
+    let literal = literal.trim_start();
+    // The first word; a lone punctuation mark takes the next word with it
+    // (`, len` of `, len `).
+    let end_of_word = |from: usize| from + literal[from..].find(char::is_whitespace).unwrap_or(literal.len() - from);
+    let mut head = end_of_word(0);
+    if head < 2 {
+        let next = literal.find(|c: char| c.is_ascii_alphanumeric())?;
+        head = end_of_word(next);
+    }
+    (head..=literal.len())
+        .rev()
+        .filter(|&k| literal.is_char_boundary(k))
+        .map(|k| literal[..k].trim_end())
+        .find(|held| text.ends_with(held))
+        .map(str::len)
+}
+
+/// Characters of a pattern's opening words a line cut inside them must keep.
+const MIN_CUT_OPENING: usize = 24;
+
+/// `text` is the start of `opening`, at least [`MIN_CUT_OPENING`] characters
+/// long, ending where a word of `opening` ends (`Mismatched collective
+/// detected` of `Mismatched collective detected, please check ...`).
+fn cut_in_opening(opening: &str, text: &str) -> bool {
+    text.len() >= MIN_CUT_OPENING
+        && text.len() < opening.len()
+        && opening.starts_with(text)
+        && opening.as_bytes().get(text.len()).is_some_and(|b| !b.is_ascii_alphanumeric())
 }
 
 /// Runs of spaces and tabs as one space: NCCL pads some fields, people's
@@ -211,5 +260,40 @@ mod tests {
         let cut = Pattern::new("socketPollConnect: Connect to %s failed : %s");
         assert!(cut.matches("socketPollConnect: Connect to 10.0.0.1<43211> failed"));
         assert!(Pattern::new("Channel %02d :  %d").matches("Channel   01   :     3"));
+    }
+
+    /// What a compiled row holds of a line: the same literal runs as
+    /// [`Pattern`], borrowed as `build.rs` writes them.
+    fn compiled(pattern: &Pattern) -> CompiledPattern {
+        let literals: Vec<&'static str> =
+            pattern.literals.iter().map(|l| &*Box::leak(l.clone().into_boxed_str())).collect();
+        CompiledPattern {
+            literals: Box::leak(literals.into_boxed_slice()),
+            anchored: pattern.anchored,
+            specificity: pattern.specificity,
+        }
+    }
+
+    #[test]
+    fn a_line_may_stop_inside_any_literal() {
+        let row = Pattern::new("NET/IB : Got completion from peer %s with error %d, opcode %d, len %d, vendor err %d");
+        // The author wrapped the WARN after `len` (stas00/ml-engineering).
+        let wrapped = "NET/IB : Got completion from peer 10.2.0.5<33092> with error 12, opcode 0, len";
+        assert!(row.matches(wrapped));
+        let held = compiled(&row).matched(wrapped).unwrap();
+        assert!(held < row.specificity() && held > 40, "{held}");
+        // A line ending on a lone mark holds nothing of the next literal.
+        assert!(!Pattern::new("%s : invalid type %d").matches("mlx5: host_unknown: got completion with error:"));
+        // Cut inside the opening words, at a word's end, 24 characters or more.
+        let title =
+            Pattern::new("Mismatched collective detected, please check your collective calls at and around rank %d.");
+        assert!(title.matches("Mismatched collective detected"));
+        assert!(!title.matches("Mismatched collective"));
+        assert!(!title.matches("Mismatched collective detec"));
+        // A whole line holds more of its own row than of a row it only opens.
+        let own = compiled(&Pattern::new("Call to ibv_create_qp failed"));
+        let other = compiled(&Pattern::new("Call to %s failed : Connection reset by peer"));
+        let line = "Call to ibv_create_qp failed";
+        assert!(own.matched(line).unwrap() > other.matched(line).unwrap());
     }
 }
