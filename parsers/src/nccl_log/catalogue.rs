@@ -23,7 +23,11 @@ fn shared_words(opening: &str, text: &str) -> usize {
     let at_end = |s: &str, i: usize| s.as_bytes().get(i).is_none_or(|b| !b.is_ascii_alphanumeric());
     (0..=same)
         .rev()
-        .find(|&i| at_end(opening, i) && at_end(text, i) && i > 0 && !opening.as_bytes()[i - 1].is_ascii_whitespace())
+        .find(|&i| {
+            at_end(opening, i)
+                && at_end(text, i)
+                && opening.as_bytes().get(i.wrapping_sub(1)).is_some_and(|b| !b.is_ascii_whitespace())
+        })
         .unwrap_or(0)
 }
 

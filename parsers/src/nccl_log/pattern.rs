@@ -89,7 +89,7 @@ impl Pattern {
     /// As [`Pattern::matches`], for a message whose runs of spaces are already
     /// collapsed (to test many patterns against one message).
     pub fn matches_collapsed(&self, text: &str) -> bool {
-        matches_literals(&self.literals, self.anchored, text, true)
+        matched_chars(&self.literals, self.anchored, text).is_some()
     }
 }
 
@@ -113,7 +113,7 @@ impl CompiledPattern {
     }
 
     pub fn matches_collapsed(&self, text: &str) -> bool {
-        matches_literals(self.literals, self.anchored, text, true)
+        matched_chars(self.literals, self.anchored, text).is_some()
     }
 
     /// The literal characters a (collapsed) message holds when it matches:
@@ -122,7 +122,7 @@ impl CompiledPattern {
     /// of its own row than of `Call to %s failed : Connection reset by peer`
     /// cut after `failed`.
     pub fn matched(&self, text: &str) -> Option<usize> {
-        matched_chars(self.literals, self.anchored, text, true)
+        matched_chars(self.literals, self.anchored, text)
     }
 }
 
@@ -134,15 +134,10 @@ fn first_word<S: AsRef<str>>(literals: &[S], anchored: bool) -> Option<&str> {
 }
 
 /// The one matcher behind both kinds of pattern: the anchored first literal
-/// must begin the text, the others follow in order.
-fn matches_literals<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, allow_cut: bool) -> bool {
-    matched_chars(literals, anchored, text, allow_cut).is_some()
-}
-
-/// How many of the pattern's literal characters `text` holds, when it
-/// matches: all of them, or, for a line that stops inside a literal, those
-/// before the cut.
-fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, allow_cut: bool) -> Option<usize> {
+/// must begin the text, the others follow in order. How many of the
+/// pattern's literal characters `text` holds, when it matches: all of them,
+/// or, for a line that stops inside a literal, those before the cut.
+fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str) -> Option<usize> {
     let mut rest = text;
     let mut matched = 0;
     for (i, literal) in literals.iter().enumerate() {
@@ -155,7 +150,7 @@ fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, allo
                 // excerpt): enough of them, up to a word's end.
                 None => {
                     let text = rest.trim_end();
-                    return (allow_cut && cut_in_opening(opening, text)).then_some(text.len());
+                    return cut_in_opening(opening, text).then_some(text.len());
                 }
             }
             matched += opening.len();
@@ -166,7 +161,7 @@ fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, allo
         // at the line's end is enough, and nothing after it is asked for.
         match rest.find(literal) {
             Some(at) => rest = &rest[at + literal.len()..],
-            None if allow_cut && !rest.is_empty() => return ends_inside(literal, rest.trim_end()).map(|k| matched + k),
+            None if !rest.is_empty() => return ends_inside(literal, rest.trim_end()).map(|k| matched + k),
             None => return None,
         }
         matched += literal.trim().len();
