@@ -49,6 +49,8 @@ struct Message {
     only_in: Option<String>,
     #[serde(default)]
     carries: Option<String>,
+    #[serde(default)]
+    after_failure: bool,
 }
 
 #[derive(Deserialize)]
@@ -57,6 +59,14 @@ struct SourceClass {
     class: String,
     #[serde(default)]
     carries: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct LimitErrno {
+    text: String,
+    errno: String,
+    class: String,
+    meaning: String,
 }
 
 #[derive(Deserialize)]
@@ -145,6 +155,8 @@ struct File {
     #[serde(default)]
     unreachable_addresses: Vec<UnreachableAddress>,
     #[serde(default)]
+    limit_errnos: Vec<LimitErrno>,
+    #[serde(default)]
     settings: Vec<Setting>,
     #[serde(default)]
     suspects: Vec<Suspects>,
@@ -166,7 +178,8 @@ fn variant(kind: &str, value: &str, allowed: &[(&str, &str)], row: &str) -> Stri
     }
 }
 
-const SCOPES: &[(&str, &str)] = &[("single-node", "SingleNode"), ("multi-node", "MultiNode")];
+const SCOPES: &[(&str, &str)] =
+    &[("single-node", "SingleNode"), ("multi-node", "MultiNode"), ("after-progress", "AfterProgress")];
 
 const SEVERITIES: &[(&str, &str)] = &[("info", "Info"), ("warning", "Warning"), ("error", "Error")];
 const LEVELS: &[(&str, &str)] = &[("warn", "Warn"), ("info", "Info"), ("framework", "Framework")];
@@ -216,7 +229,7 @@ fn main() {
         let also: Vec<String> = m.also.iter().map(|a| lit(a)).collect();
         let _ = writeln!(
             out,
-            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {} }},",
+            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {} }},",
             lit(&m.pattern),
             variant("Level", &m.level, LEVELS, &row),
             opt(&m.versions),
@@ -227,7 +240,8 @@ fn main() {
             opt(&m.fix),
             also.join(", "),
             opt(&m.only_in),
-            opt(&m.carries)
+            opt(&m.carries),
+            m.after_failure
         );
         let compiled = pattern::Pattern::new(&m.pattern);
         let literals: Vec<String> = compiled.literals().iter().map(|l| lit(l)).collect();
@@ -358,6 +372,20 @@ fn main() {
             lit(&a.prefix),
             lit(&a.class),
             lit(&a.meaning)
+        );
+    }
+    out.push_str("];\n");
+
+    let _ = writeln!(out, "pub(super) static LIMIT_ERRNOS: &[LimitErrno] = &[");
+    for e in &file.limit_errnos {
+        known(&e.class, &e.text);
+        let _ = writeln!(
+            out,
+            "    LimitErrno {{ text: {}, errno: {}, class: {}, meaning: {} }},",
+            lit(&e.text),
+            lit(&e.errno),
+            lit(&e.class),
+            lit(&e.meaning)
         );
     }
     out.push_str("];\n");

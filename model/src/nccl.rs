@@ -27,6 +27,11 @@ pub struct NcclReport {
     /// communicator printed, or the hosts named, whichever is more.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u32>,
+    /// `nodes` is a lower bound: the lines name fewer hosts than they prove
+    /// (one node's log of a multi-node job: a hop over the network, a peer on
+    /// another node).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nodes_at_least: bool,
     pub communicators: Vec<Communicator>,
     pub network: Network,
     /// `NCCL_X set by environment to Y`, one entry per variable and value.
@@ -166,6 +171,10 @@ pub struct Communicator {
     /// this communicator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nnodes: Option<u32>,
+    /// `nnodes` is a lower bound: a hop leaves the node, and only one host's
+    /// lines were read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nnodes_at_least: bool,
     pub ranks: Vec<RankInfo>,
     pub rings: Vec<Ring>,
     pub trees: Vec<TreeNode>,

@@ -137,7 +137,10 @@ fn position(w: &Warning) -> (String, u64) {
 pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     let mut said: Vec<Said> = Vec::new();
     said.extend(report.warnings.iter().map(|warning| Said { warning, level: Level::Warn }));
-    said.extend(report.notices.iter().map(|warning| Said { warning, level: Level::Info }));
+    // Lines every run prints at its end speak only beside a failure.
+    let failed = fatal(report) || !report.warnings.is_empty() || !report.framework_errors.is_empty();
+    let routine = |w: &Warning| !failed && CATALOGUE.info_row(&w.text).is_some_and(|m| m.row.after_failure);
+    said.extend(report.notices.iter().filter(|w| !routine(w)).map(|warning| Said { warning, level: Level::Info }));
     said.extend(report.framework_errors.iter().map(|warning| Said { warning, level: Level::Framework }));
     // The earliest message of the trail that is not a benign notice: the
     // cause, when the job failed. A specific WARN beats a framework echo.

@@ -90,7 +90,11 @@ pub(super) enum Scope {
 pub(super) fn scope(report: &NcclReport) -> Scope {
     let comms = &report.communicators;
     let crosses = comms.iter().flat_map(|c| &c.connections).any(|c| c.cross_node == Some(true));
-    if crosses || report.hosts.len() > 1 || comms.iter().any(|c| c.nnodes.is_some_and(|n| n > 1)) {
+    if crosses
+        || report.hosts.len() > 1
+        || report.nodes.is_some_and(|n| n > 1)
+        || comms.iter().any(|c| c.nnodes.is_some_and(|n| n > 1))
+    {
         return Scope::MultiNode;
     }
     let whole_on_one_host = |c: &topo_model::nccl::Communicator| {

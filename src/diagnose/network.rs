@@ -93,6 +93,14 @@ pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
     if !ib_hops.iter().any(|e| e.text.contains("GDRDMA")) {
         evidence.extend(ib_hops.iter().cloned());
     }
+    let (uneven, receivers) = receives_without_gdr(report);
+    for via in uneven {
+        let e =
+            first_line(report, &format!("via/{via}"), format!("[receive] via {via}"), " (a receive without GDRDMA)");
+        if !evidence.contains(&e) {
+            evidence.push(e);
+        }
+    }
     if evidence.is_empty() {
         return None;
     }
@@ -121,7 +129,7 @@ pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
     } else {
         "GPUDirect RDMA is disabled on this node's HCAs (this job used no network)"
     };
-    Some(Finding::new(
+    let found = Finding::new(
         "gdr-disabled",
         severity,
         title.into(),
@@ -130,7 +138,36 @@ pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
          message and a PCIe round trip through the CPU, capping inter-node bandwidth.",
         "Load nvidia_peermem (or use DMA-BUF with the open kernel modules), check NCCL_NET_GDR_LEVEL is not \
          limiting it, and that GPU and NIC sit under the same PCIe switch.",
-    ))
+    );
+    Some(if receivers.is_empty() { found } else { found.on(Vec::new(), receivers) })
+}
+
+/// Receives over the network that do without GPUDirect RDMA where other hops
+/// of the job use it: NCCL writes received data straight into GPU memory
+/// whenever that GPU and its NIC allow it (GDR read for sends is the optional
+/// half), so those receivers' node lacks it: nvidia-peermem not loaded there,
+/// or the NIC too far from that GPU (NCCL_NET_GDR_LEVEL). The transports
+/// without GDR, and the receiving ranks.
+fn receives_without_gdr(report: &topo_model::nccl::NcclReport) -> (Vec<String>, Vec<u32>) {
+    use topo_model::nccl::Direction;
+    let hops = || {
+        report
+            .communicators
+            .iter()
+            .flat_map(|c| &c.connections)
+            .filter(|c| matches!(c.transport, TransportKind::NetIb | TransportKind::NetOfi))
+    };
+    if !hops().any(|c| c.gdr) {
+        return (Vec::new(), Vec::new());
+    }
+    let without: Vec<_> = hops().filter(|c| c.direction == Direction::Receive && !c.gdr).collect();
+    let mut vias: Vec<String> = without.iter().map(|c| c.detail.clone()).collect();
+    vias.sort();
+    vias.dedup();
+    let mut ranks: Vec<u32> = without.iter().filter_map(|c| c.to).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    (vias, ranks)
 }
 
 /// Interfaces that cannot carry traffic between nodes, or are container plumbing,

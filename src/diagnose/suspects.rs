@@ -20,24 +20,32 @@ use super::{Scope, scope};
 /// evidence names nothing more specific.
 pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &NcclReport) {
     let reported: Vec<String> = findings.iter().map(|f| f.code.clone()).collect();
-    let scope = match scope(report) {
-        Scope::SingleNode => Some(catalogue::Scope::SingleNode),
-        Scope::MultiNode => Some(catalogue::Scope::MultiNode),
-        Scope::Unknown => None,
+    let mut shown: Vec<catalogue::Scope> = match scope(report) {
+        Scope::SingleNode => vec![catalogue::Scope::SingleNode],
+        Scope::MultiNode => vec![catalogue::Scope::MultiNode],
+        Scope::Unknown => Vec::new(),
     };
+    // A watchdog timeout past the process group's first collective (or with
+    // one completed): the data path had carried earlier collectives.
+    let progressed =
+        report.timeouts.iter().any(|t| t.seq.is_some_and(|s| s > 1) || t.last_completed.is_some_and(|c| c >= 1));
+    // It says more than the job's scope: it leads.
+    if progressed {
+        shown.insert(0, catalogue::Scope::AfterProgress);
+    }
     for finding in findings.iter_mut() {
         let failure = match cause {
             Some(cause) => finding.code == cause,
             None => finding.severity == Severity::Error,
         };
         if failure {
-            finding.suspects = suspects_of(finding, &reported, scope);
+            finding.suspects = suspects_of(finding, &reported, &shown);
         }
     }
 }
 
 /// The suspects of one failure finding, those the log also shows first.
-fn suspects_of(finding: &Finding, reported: &[String], scope: Option<catalogue::Scope>) -> Option<Suspects> {
+fn suspects_of(finding: &Finding, reported: &[String], scope: &[catalogue::Scope]) -> Option<Suspects> {
     let texts = finding.evidence.iter().map(|e| e.text.as_str());
     let kind = CATALOGUE.suspects.iter().find(|k| k.matches(&finding.code, texts.clone()))?;
     let shown = |class: &str| reported.iter().any(|r| r == class);

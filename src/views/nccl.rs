@@ -106,7 +106,8 @@ fn communicator(out: &mut String, index: usize, comm: &Communicator) {
         (Some(n), Some(source)) => format!("{n} ranks ({source})"),
         (None, _) => "size unknown".to_string(),
     };
-    let nodes = comm.nnodes.map(|n| format!(" on {n} node{}", plural(n as usize))).unwrap_or_default();
+    let at_least = if comm.nnodes_at_least { "at least " } else { "" };
+    let nodes = comm.nnodes.map(|n| format!(" on {at_least}{n} node{}", plural(n as usize))).unwrap_or_default();
     let _ = writeln!(out, "Communicator {index} [{}]: {size}{nodes}", comm.id);
     if let Some(n) = comm.nranks.filter(|_| !comm.init_complete.is_empty() || !comm.ranks.is_empty()) {
         let _ = write!(out, "  Init COMPLETE: {}/{n} ranks", comm.init_complete.len());

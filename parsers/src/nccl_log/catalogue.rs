@@ -92,6 +92,9 @@ pub struct Message {
     /// The network a message from this row proves in use (a network plugin's
     /// own WARN: `NET/OFI ...` is aws-ofi-nccl over libfabric).
     pub carries: Option<&'static str>,
+    /// A line every run prints at its end (a local rank closing its proxy
+    /// connection): a finding only when the log shows a failure.
+    pub after_failure: bool,
 }
 
 /// The subsystem an NCCL source file belongs to.
@@ -132,6 +135,9 @@ impl Setting {
 pub enum Scope {
     SingleNode,
     MultiNode,
+    /// The failed collective came after others completed (a watchdog's
+    /// sequence number past the first): the data path had worked.
+    AfterProgress,
 }
 
 /// A cause public threads established for a failure whose log names none.
@@ -140,7 +146,8 @@ pub struct Suspect {
     pub class: &'static str,
     /// How to tell this cause apart on the machine.
     pub check: &'static str,
-    /// The suspect leads when the job ran on one node / several.
+    /// The suspect leads when the job ran on one node / several / failed
+    /// after collectives had completed.
     pub first_when: Option<Scope>,
 }
 
@@ -172,11 +179,14 @@ impl Suspects {
         })
     }
 
-    /// The list in the order that fits the job: a suspect whose `first_when`
-    /// matches `scope` leads; the rest keep the table's order.
-    pub fn ordered(&self, scope: Option<Scope>) -> Vec<&'static Suspect> {
-        let leads = |s: &Suspect| scope.is_some() && s.first_when == scope;
+    /// The list in the order that fits the job: the suspects whose
+    /// `first_when` is among what the log shows of it lead, in the order of
+    /// `shown` (the stronger fact first); the rest keep the table's order.
+    pub fn ordered(&self, shown: &[Scope]) -> Vec<&'static Suspect> {
+        let rank = |s: &Suspect| s.first_when.and_then(|w| shown.iter().position(|x| *x == w));
+        let leads = |s: &Suspect| rank(s).is_some();
         let mut out: Vec<&'static Suspect> = self.list.iter().filter(|s| leads(s)).collect();
+        out.sort_by_key(|s| rank(s));
         out.extend(self.list.iter().filter(|s| !leads(s)));
         out
     }
@@ -186,6 +196,16 @@ impl Suspects {
 #[derive(Debug, Clone, Copy)]
 pub struct UnreachableAddress {
     pub prefix: &'static str,
+    pub class: &'static str,
+    pub meaning: &'static str,
+}
+
+/// A system error (strerror text) that names a limit the node ran out of,
+/// whatever call met it (`Accept failed: Too many open files`).
+#[derive(Debug, Clone, Copy)]
+pub struct LimitErrno {
+    pub text: &'static str,
+    pub errno: &'static str,
     pub class: &'static str,
     pub meaning: &'static str,
 }
@@ -225,6 +245,7 @@ pub struct Catalogue {
     pub results: &'static [ResultCode],
     pub sources: &'static [SourceClass],
     pub unreachable_addresses: &'static [UnreachableAddress],
+    pub limit_errnos: &'static [LimitErrno],
     pub settings: &'static [Setting],
     /// Suspects of failures that name no cause, in table order.
     pub suspects: &'static [Suspects],
@@ -274,6 +295,7 @@ impl Catalogue {
             results: RESULTS,
             sources: SOURCES,
             unreachable_addresses: UNREACHABLE_ADDRESSES,
+            limit_errnos: LIMIT_ERRNOS,
             settings: SETTINGS,
             suspects: SUSPECTS,
             patterns: PATTERNS,
@@ -425,6 +447,14 @@ impl Catalogue {
         self.unreachable_addresses.iter().find(|a| {
             if a.prefix.starts_with('<') { address.contains(a.prefix) } else { address.starts_with(a.prefix) }
         })
+    }
+
+    /// The limit a failure's system error names (`... failed: Too many open
+    /// files`): the errno's words after a `:` anywhere in the text.
+    pub fn limit_errno(&self, text: &str) -> Option<&LimitErrno> {
+        self.limit_errnos
+            .iter()
+            .find(|e| text.match_indices(e.text).any(|(at, _)| text[..at].trim_end().ends_with([':', ',', '('])))
     }
 
     /// The row of an interface address NCCL listed (`172.17.0.3<0>` from

@@ -188,23 +188,36 @@ impl CommState {
             .into_iter()
             .map(|((channel, rank), (parent, children))| TreeNode { channel, rank, parent, children })
             .collect();
-        let connections = self
+        let over_network = |via: &str| {
+            matches!(
+                transport_kind(via),
+                TransportKind::NetIb
+                    | TransportKind::NetSocket
+                    | TransportKind::NetOfi
+                    | TransportKind::NetOther
+                    | TransportKind::CollNet
+            )
+        };
+        let same_host = |from: u32, to: Option<u32>| Some(host_of(from)? == host_of(to?)?);
+        // NCCL also sends over the network between GPUs of one node (P2P and
+        // SHM ruled out, or the NIC closer than the GPUs' own path). A network
+        // hop between two ranks of one host shows this communicator does.
+        let network_within_node = self
+            .connections
+            .iter()
+            .any(|(_, _, from, to, _, via)| over_network(via) && same_host(*from, *to) == Some(true));
+        let connections: Vec<Connection> = self
             .connections
             .into_iter()
             .map(|(channel, conn_index, from, to, direction, via)| {
                 // Host names decide; without them, a one-node communicator has no
                 // cross-node hop, and a hop NCCL sends over the network leaves
-                // the node (NCCL uses NET within a node only when P2P and SHM
-                // are both ruled out, which the via text would not show).
+                // the node unless the lines show it using the network within one.
                 let transport = transport_kind(&via);
-                let over_network = matches!(
-                    transport,
-                    TransportKind::NetIb | TransportKind::NetSocket | TransportKind::NetOfi | TransportKind::NetOther
-                ) || transport == TransportKind::CollNet;
-                let cross_node = to
-                    .and_then(|to| Some(host_of(from)? != host_of(to)?))
+                let cross_node = same_host(from, to)
+                    .map(|same| !same)
                     .or((self.nnodes == Some(1)).then_some(false))
-                    .or(over_network.then_some(true));
+                    .or((over_network(&via) && !network_within_node).then_some(true));
                 Connection {
                     channel,
                     conn_index,
@@ -220,6 +233,9 @@ impl CommState {
                 }
             })
             .collect();
+        // A hop that leaves the node (without a printed `nNodes`): the hosts
+        // named are one node's lines, and the communicator spans at least two.
+        let leaves_node = connections.iter().any(|c| c.cross_node == Some(true));
         let hosts: BTreeSet<String> = ranks
             .iter()
             .filter_map(|r| r.host.clone())
@@ -230,7 +246,10 @@ impl CommState {
             id: self.id,
             nranks,
             nranks_source: nranks_source.map(str::to_string),
-            nnodes: self.nnodes.or((!hosts.is_empty()).then_some(hosts.len() as u32)),
+            nnodes: self
+                .nnodes
+                .or((!hosts.is_empty() || leaves_node).then_some((hosts.len() as u32).max(u32::from(leaves_node) * 2))),
+            nnodes_at_least: self.nnodes.is_none() && leaves_node && hosts.len() < 2,
             ranks,
             rings,
             trees,

@@ -121,6 +121,9 @@ pub struct CommInit<'a> {
     pub bus_id: Option<&'a str>,
     pub comm_id: Option<&'a str>,
     pub complete: bool,
+    /// A `Destroy COMPLETE` / `Abort COMPLETE` line: the communicator's end,
+    /// which still names its size and this rank's place in it.
+    pub ends: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -284,8 +287,10 @@ fn untagged_connection(message: &str) -> Option<Event<'_>> {
     }
     let edge = message.split(" via ").next()?;
     let (from, to) = edge.split_once("->")?;
-    num::<u32>(from)?;
-    num::<u32>(to.trim_end_matches("[send]").trim_end_matches("[receive]"))?;
+    // NCCL 2.1 puts the process id in brackets (`1[5224] -> 0[5223]`).
+    let rank = |t: &str| num::<u32>(t.trim().split('[').next()?);
+    rank(from)?;
+    rank(to.trim_end().trim_end_matches("[send]").trim_end_matches("[receive]"))?;
     connection(0, 0, message)
 }
 
@@ -406,6 +411,21 @@ fn nccl_or_net(message: &str) -> Option<Event<'_>> {
         let names = device_list(rest).into_iter().map(|d| d.split(':').next().unwrap_or(d)).collect();
         return Some(Event::SocketInterfaces(names));
     }
+    // A network plugin's own device list, in NCCL's shape (GCP's
+    // `NET/FastSocket : Using [0]ens8:10.128.0.107<0>`, `NET/GPUDirectTCPX`):
+    // the plugin's devices, named by interface where they carry an address.
+    if let Some((plugin, rest)) =
+        message.strip_prefix("NET/").and_then(|m| m.split_once(" : Using ").or_else(|| m.split_once(": Using ")))
+        && !plugin.is_empty()
+        && !plugin.contains(' ')
+        && rest.starts_with('[')
+    {
+        let devices: Vec<&str> = device_list(rest.split(';').next()?)
+            .into_iter()
+            .map(|d| if d.contains('<') { d.split(':').next().unwrap_or(d) } else { d })
+            .collect();
+        return (!devices.is_empty()).then_some(Event::NetDevices(devices));
+    }
     // 2.2/2.3: `NET : Using interface eth0:10.0.0.1<0>` (bootstrap and sockets)
     // and `NET/IB : Using interface ib0 for sideband communication`.
     if let Some(rest) = message.strip_prefix("NET : Using interface ") {
@@ -520,7 +540,8 @@ fn comm_init(message: &str) -> Option<Event<'_>> {
     // COMPLETE` after the fields): the rank's init line all the same. Destroy
     // and Abort COMPLETE lines are not.
     let fields_only = message.starts_with("comm 0x") && !message.contains(" - ");
-    if !complete && !message.contains("Init START") && !fields_only {
+    let ends = message.ends_with("Destroy COMPLETE") || message.ends_with("Abort COMPLETE");
+    if !complete && !message.contains("Init START") && !fields_only && !ends {
         return None;
     }
     let at = message.find("comm 0x").or_else(|| message.find("comm (nil)"))?;
@@ -534,6 +555,7 @@ fn comm_init(message: &str) -> Option<Event<'_>> {
         bus_id: field(rest, " busId "),
         comm_id: field(rest, " commId "),
         complete,
+        ends,
     }))
 }
 
@@ -698,6 +720,9 @@ mod tests {
         let Some(Event::Connection(hop)) = parse("2 -> 1 via P2P/IPC") else { panic!() };
         assert_eq!((hop.channel, hop.from, hop.to, hop.via), (0, 2, Some(1), "P2P/IPC"));
         assert_eq!(parse("2 -> 1 is not a hop"), None);
+        // NCCL 2.1 with process ids in brackets (corpus 651).
+        let Some(Event::Connection(hop)) = parse("1[5224] -> 0[5223] via direct shared memory") else { panic!() };
+        assert_eq!((hop.from, hop.to, hop.via), (1, Some(0), "direct shared memory"));
         // NCCL 2.3.7 src/init.cu: `sprintf(prefix, "Ring %02d : ", r)` then the ranks.
         assert_eq!(parse("Ring 01 :    0   3   2   1"), Some(Event::RingOrder { channel: 1, ranks: vec![0, 3, 2, 1] }));
     }
@@ -805,6 +830,11 @@ mod tests {
         assert_eq!(
             parse("NET/Socket : Using [0]ib0:10.1.0.1<0> [1]eth0:10.0.0.1<0>"),
             Some(Event::SocketInterfaces(vec!["ib0", "eth0"]))
+        );
+        // A plugin's list in NCCL's shape (corpus 771, GCP FastSocket).
+        assert_eq!(
+            parse("NET/FastSocket : Using [0]ens8:10.128.0.107<0> [1]ens9:10.128.1.7<0>"),
+            Some(Event::NetDevices(vec!["ens8", "ens9"]))
         );
         assert_eq!(parse("NET : Using interface eth0:10.0.0.1<0>"), Some(Event::LegacyInterface("eth0:10.0.0.1<0>")));
         assert_eq!(parse("Using internal Network Socket"), Some(Event::UsingNetwork("Socket")));

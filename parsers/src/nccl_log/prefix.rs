@@ -224,7 +224,22 @@ fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
     let head = &token[..first];
     let host_start = head.bytes().rposition(|b| matches!(b, b':' | b'>' | b']' | b')')).map_or(0, |i| i + 1);
     let host = &head[host_start..];
+    let host = if host.is_empty() { redacted_host(head).unwrap_or(host) } else { host };
     ((!host.is_empty()).then_some(host), Some(pid), Some(tid))
+}
+
+/// A host name the user replaced with a placeholder before posting
+/// (`<host>:38:10588`, `<cluster_name>:462:635`, `[hostname]:1:2`): one
+/// host all the same. Launcher tags (`<stdout>`, `[1,0]`) are not hosts.
+fn redacted_host(head: &str) -> Option<&str> {
+    let inner = head
+        .strip_prefix('<')
+        .and_then(|h| h.strip_suffix('>'))
+        .or_else(|| head.strip_prefix('[').and_then(|h| h.strip_suffix(']')))?;
+    let word = !inner.is_empty()
+        && inner.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && inner.bytes().any(|b| b.is_ascii_alphabetic());
+    (word && !matches!(inner, "stdout" | "stderr" | "stdin")).then_some(head)
 }
 
 /// The common shape `host:pid:tid [dev] NCCL INFO message`, read left to right
@@ -262,7 +277,16 @@ fn without_repeat_note(message: &str) -> &str {
     }
 }
 
+/// Ray's actor tag (`(RayWorkerVllm pid=5085) `, `(pid=909597) `) comes
+/// first, a launcher's rank tag may follow it (`(...) [rank1]:`).
 fn strip_launcher_tag(line: &str) -> &str {
+    let mut line = line;
+    if line.starts_with('(')
+        && let Some(end) = line.find(") ")
+        && line[..end].contains("pid=")
+    {
+        line = line[end + 2..].trim_start();
+    }
     if line.starts_with('[')
         && let Some(end) = line.find(">:").or_else(|| line.find("]:"))
     {
@@ -286,6 +310,31 @@ mod tests {
             split("host:1:2 [0] NCCL INFO x [repeated many across cluster]").message,
             "x [repeated many across cluster]"
         );
+    }
+
+    #[test]
+    fn a_ray_actor_tag_before_a_framework_line_is_dropped() {
+        // Corpus batch AD (vLLM on Ray): the watchdog's line behind Ray's tag.
+        let line =
+            split("(RayWorkerWrapper pid=2376582) [rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught");
+        assert_eq!(line.message, "[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught");
+        let line = split("(RayWorkerVllm pid=5085) [E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught");
+        assert_eq!(line.message, "[E ProcessGroupNCCL.cpp:475] [Rank 4] Watchdog caught");
+        // Not Ray's tag: kept.
+        assert_eq!(split("(see below) text").message, "(see below) text");
+    }
+
+    #[test]
+    fn a_redacted_host_is_one_host() {
+        // Corpus 749 and 750 (batch AA): host names replaced before posting.
+        let line = split("<host>:38:10588 [7] NCCL INFO Using network IBext_v8");
+        assert_eq!((line.host, line.pid), (Some("<host>"), Some(38)));
+        let line = split("<cluster_name>:462:635 [3] proxy.cc:1484 NCCL WARN [Service thread] Error");
+        assert_eq!(line.host, Some("<cluster_name>"));
+        assert_eq!(split("[hostname]:1:2 [0] NCCL INFO x").host, Some("[hostname]"));
+        // Launcher tags before an empty host stay tags.
+        assert_eq!(split("<stdout>:1:2 [0] NCCL INFO x").host, None);
+        assert_eq!(split("[1,0]:1:2 [0] NCCL INFO x").host, None);
     }
 
     #[test]

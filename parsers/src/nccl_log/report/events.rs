@@ -185,6 +185,12 @@ impl LogParser {
             self.init_complete += 1;
         }
         let known = self.host(line.host).and_then(|h| h.comm_for_pointer(init.comm, line.pid));
+        // A communicator's end adds nothing to one already known; an excerpt
+        // that starts after init learns its size and ranks from it, without
+        // making it the thread's current communicator.
+        if init.ends && known.is_some() {
+            return;
+        }
         // Ranks of one communicator share its commId (2.16+); before that, group by
         // size and start a new communicator when a rank number comes back.
         let index = match (init.comm_id, known) {
@@ -209,12 +215,14 @@ impl LogParser {
             }
         };
         let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
-        state.last_collective.clear();
+        if !init.ends {
+            state.last_collective.clear();
+        }
         if known.is_none() && budget.take(Table::CommPointers, 1) {
             state.comm_by_pointer.entry(init.comm.to_string()).or_default().push((line.pid, index));
         }
         let thread = (line.pid, line.tid);
-        if state.current_by_thread.contains_key(&thread) || budget.take(Table::Threads, 1) {
+        if !init.ends && (state.current_by_thread.contains_key(&thread) || budget.take(Table::Threads, 1)) {
             state.current_by_thread.insert(thread, index);
             state.current_by_pid.insert(line.pid, index);
         }

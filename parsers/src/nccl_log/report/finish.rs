@@ -27,6 +27,8 @@ impl LogParser {
             .collect();
 
         let comms = merge_orphans(self.comms, self.orphans);
+        // A printed `nNodes` is NCCL's own count: never replaced by a bound.
+        let nnodes_printed = comms.iter().any(|c| c.nnodes.is_some());
         let communicators = comms.into_iter().map(|c| c.into_report(&rename)).collect();
         let env_overrides = self
             .env
@@ -99,6 +101,7 @@ impl LogParser {
             hosts: host_list,
             processes: processes.len() as u64,
             nodes: None,
+            nodes_at_least: false,
             communicators,
             network: Network {
                 // Merged under each host's canonical name, as everywhere else.
@@ -207,7 +210,11 @@ impl LogParser {
             // `NET/IB : No device found.` with nothing else named: NCCL's
             // internal transports leave only sockets (a plugin would have said
             // `Using network <plugin>`).
-            let from_no_ib = report.network.ib_not_found.then_some("Socket");
+            // So does a libibverbs that would not load, once the socket
+            // transport listed its interfaces (2.4 printed no `Using network`).
+            let no_verbs = report.warnings.iter().any(|w| w.text.starts_with("Failed to open libibverbs"))
+                && !report.network.socket_interfaces.is_empty();
+            let from_no_ib = (report.network.ib_not_found || no_verbs).then_some("Socket");
             report.network.used.extend(from_source.or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
         }
         if report.network.devices.is_empty() {
@@ -223,6 +230,11 @@ impl LogParser {
             .filter_map(|n| u32::try_from(n).ok().filter(|n| *n > 0))
             .max();
         report.nodes = printed.max(named).max(tested);
+        // One node's lines of a multi-node job: the hosts named are a lower bound.
+        if report.nodes.unwrap_or(0) < 2 && !nnodes_printed && span::remote_peer_shown(&report) {
+            report.nodes = Some(2);
+            report.nodes_at_least = true;
+        }
         report
     }
 }

@@ -14,6 +14,7 @@ use topo_model::nccl::{
 
 mod events;
 mod finish;
+mod span;
 
 use super::bytes::short_eq;
 use super::catalogue::{CATALOGUE, Level as MessageLevel};
@@ -351,7 +352,8 @@ impl LogParser {
                 let coll_line = matches!(event, Event::Collective(_));
                 // A plugin line is a fact and may be a failure too (`dlerror=...
                 // version ... not found ... using internal implementation`).
-                let plugin_line = matches!(event, Event::NetPlugin(_));
+                // So is a communicator's end (`Abort COMPLETE`).
+                let plugin_line = matches!(event, Event::NetPlugin(_) | Event::CommInit(CommInit { ends: true, .. }));
                 self.event(&line, event);
                 if plugin_line && line.level == Level::Info {
                     self.notice(&line);
