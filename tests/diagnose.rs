@@ -744,3 +744,25 @@ fn a_ras_status_pasted_with_the_jobs_errors_is_read_as_both() {
     let alone: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert!(output.status.success() && alone["nccl"].is_null(), "{alone}");
 }
+
+/// `[Service thread] Connection closed by localRank N` ends every run; beside
+/// a failure it names the local rank that left (215: a completion error;
+/// 184: a healthy vLLM run that printed it at shutdown).
+#[test]
+fn a_local_rank_closing_its_proxy_connection_speaks_only_beside_a_failure() {
+    let codes = |prefix: &str| -> Vec<String> {
+        findings(&[log(prefix).to_str().unwrap(), "--log-only"]).into_iter().map(|f| f.code).collect()
+    };
+    assert!(codes("215-").contains(&"peer-lost".to_string()));
+    assert!(!codes("184-").contains(&"peer-lost".to_string()), "{:?}", codes("184-"));
+}
+
+/// One node's lines lack GPUDirect RDMA on receive while another's send uses
+/// it (502: the receiving node had no nvidia-peermem): the receiving rank is named.
+#[test]
+fn receives_without_gdr_beside_hops_with_it_are_named() {
+    let found = findings(&[log("502-").to_str().unwrap(), "--log-only"]);
+    let gdr = found.iter().find(|f| f.code == "gdr-disabled").expect("gdr-disabled");
+    assert_eq!(gdr.ranks, vec![2]);
+    assert!(gdr.evidence.iter().any(|e| e.text.contains("NET/IB/1")), "{:?}", gdr.evidence);
+}

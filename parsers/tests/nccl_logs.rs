@@ -749,3 +749,52 @@ fn receive_halves_are_ring_edges_too() {
     let report = parser.finish();
     assert_eq!(report.communicators[0].rings[0].order, [0, 1, 2, 3]);
 }
+
+/// The corpus file whose name starts with `prefix`.
+fn corpus_file(prefix: &str) -> String {
+    std::fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with(prefix) && n.ends_with(".log"))
+        .unwrap_or_else(|| panic!("no corpus log {prefix}"))
+}
+
+#[test]
+fn one_nodes_lines_of_a_multi_node_job_count_at_least_two_nodes() {
+    // 562: one line, an IB completion error from a peer (the data path is
+    // the network); 646: hops over NET/Socket from one host's lines; 640: a
+    // peer address beside the node's own OOB address.
+    for prefix in ["562-", "646-", "640-"] {
+        let report = parse(&corpus_file(prefix));
+        assert_eq!((report.nodes, report.nodes_at_least), (Some(2), true), "{prefix}");
+    }
+    let comm = &parse(&corpus_file("646-")).communicators[0];
+    assert_eq!((comm.nnodes, comm.nnodes_at_least), (Some(2), true));
+    // 230: all eight ranks on one host, two hops over NET/IB between ranks
+    // of that host: NCCL used the network within the node, so its other
+    // network hops prove nothing.
+    let report = parse(&corpus_file("230-"));
+    assert_eq!((report.nodes, report.nodes_at_least), (Some(1), false));
+    // 589: two processes, one host name, no hop or peer shown: one host.
+    assert!(!parse(&corpus_file("589-")).nodes_at_least);
+}
+
+#[test]
+fn a_system_error_naming_a_limit_is_the_cause() {
+    // 761 (batch AB, CoreWeave B200): NCCL 2.28's accept failing with EMFILE.
+    let report = parse(&corpus_file("761-"));
+    let warning =
+        report.warnings.iter().chain(&report.framework_errors).find(|w| w.text.contains("Accept failed")).unwrap();
+    assert_eq!(warning.class.as_deref(), Some("resource-exhausted"));
+    assert!(warning.also.iter().any(|c| c == "bootstrap-connect-failure"), "{:?}", warning.also);
+}
+
+#[test]
+fn a_communicators_end_names_its_size() {
+    // 710 (batch Y): the excerpt starts after init; `Abort COMPLETE` names
+    // rank 11 of 16.
+    let report = parse(&corpus_file("710-"));
+    let comm = report.communicators.iter().find(|c| c.nranks == Some(16)).expect("a 16-rank communicator");
+    assert!(comm.ranks.iter().any(|r| r.rank == 11 && r.cuda_dev == Some(3)));
+    assert_eq!(report.init_complete, 0);
+}

@@ -93,6 +93,15 @@ fn summary(out: &mut String, report: &NcclReport) {
     if !report.hosts.is_empty() {
         let _ = writeln!(out, "Hosts: {}", report.hosts.join(", "));
     }
+    if report.nodes_at_least
+        && let Some(nodes) = report.nodes
+    {
+        let _ = writeln!(
+            out,
+            "Nodes: at least {nodes} (the lines show peers on other nodes than the {} named: one node's log of a larger job)",
+            if report.hosts.len() == 1 { "host" } else { "hosts" }
+        );
+    }
     out.push('\n');
 }
 

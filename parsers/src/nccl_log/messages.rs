@@ -153,7 +153,10 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
     // A failed CUDA call keeps that class beside the specific one a row gives
     // it (`Cuda failure 711 'peer mapping resources exhausted'` is a resource
     // limit, and still a CUDA call that failed).
-    if class.is_some_and(|c| c != "cuda-error") && CATALOGUE.reports_cuda_failure(text) {
+    // The same from other CUDA checks (`CUDA error: ...`, vLLM's `Cuda error
+    // custom_all_reduce.cuh:307 '...'`, nccl-tests' `Test CUDA failure`).
+    let cuda_check = ["cuda error", "cuda failure"].iter().any(|w| contains_ignoring_case(text, w));
+    if class.is_some_and(|c| c != "cuda-error") && (cuda_check || CATALOGUE.reports_cuda_failure(text)) {
         also.push("cuda-error");
     }
     if let Some(class) = CATALOGUE.completion_status(text).and_then(|s| s.class) {
@@ -166,6 +169,11 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
     also.sort();
     also.dedup();
     (class.map(str::to_string), also.into_iter().map(str::to_string).collect())
+}
+
+/// Whether `text` holds `word` (ASCII lower case) in any case.
+fn contains_ignoring_case(text: &str, word: &str) -> bool {
+    text.as_bytes().windows(word.len()).any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
 }
 
 /// At most [`MAX_TEXT_CHARS`] characters, cut at a character boundary.

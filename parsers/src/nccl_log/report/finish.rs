@@ -230,6 +230,12 @@ impl LogParser {
             .filter_map(|n| u32::try_from(n).ok().filter(|n| *n > 0))
             .max();
         report.nodes = printed.max(named).max(tested);
+        // A communicator's count that is itself a bound (a hop leaving one
+        // host's lines) stays one when nothing else reaches it.
+        let counted = named.max(tested);
+        report.nodes_at_least = !nnodes_printed
+            && counted < report.nodes
+            && report.communicators.iter().any(|c| c.nnodes_at_least && c.nnodes == report.nodes);
         // One node's lines of a multi-node job: the hosts named are a lower bound.
         if report.nodes.unwrap_or(0) < 2 && !nnodes_printed && span::remote_peer_shown(&report) {
             report.nodes = Some(2);
