@@ -115,7 +115,10 @@ pub fn version_in(text: &str) -> Option<&str> {
 /// `[1,0]<stderr>:`, `3: `), so that the same error from many ranks is one entry.
 pub fn without_rank_tag(text: &str) -> &str {
     let mut rest = text.trim_start();
-    loop {
+    // Launchers nest a few tags at most (Ray's, then torchrun's `[rank3]:`);
+    // a line of thousands of them is not a tagged line, and the bound keeps
+    // the work linear in the line.
+    for _ in 0..MAX_TAGS {
         let before = rest;
         if rest.starts_with('[')
             && let Some(end) = rest.find("]:").or_else(|| rest.find(">:"))
@@ -130,10 +133,9 @@ pub fn without_rank_tag(text: &str) -> &str {
         {
             rest = rest[end + 2..].trim_start();
         }
-        if let Some((head, tail)) = rest.split_once(": ")
-            && !head.is_empty()
-            && head.len() <= 6
-            && head.bytes().all(|b| b.is_ascii_digit())
+        let digits = rest.bytes().take(7).take_while(u8::is_ascii_digit).count();
+        if (1..=6).contains(&digits)
+            && let Some(tail) = rest[digits..].strip_prefix(": ")
         {
             rest = tail.trim_start();
         }
@@ -141,11 +143,25 @@ pub fn without_rank_tag(text: &str) -> &str {
             return rest;
         }
     }
+    rest
 }
+
+/// The most launcher tags read before a line's text (see [`without_rank_tag`]).
+const MAX_TAGS: usize = 8;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn launcher_tags_are_read_a_few_deep() {
+        assert_eq!(without_rank_tag("(RayWorkerWrapper pid=7) [rank1]: 3: ncclInternalError"), "ncclInternalError");
+        // Hostile input: thousands of tags are not a tagged line (the work
+        // was quadratic in the line before the bound: 11 s for 48 MB).
+        let many = "(pid=1) ".repeat(2000) + "x";
+        assert_eq!(without_rank_tag(&many).len(), many.len() - MAX_TAGS * "(pid=1) ".len());
+        assert_eq!(without_rank_tag("1234567: not a tag"), "1234567: not a tag");
+    }
 
     #[test]
     fn xla_quotes_the_last_warning() {
