@@ -450,7 +450,7 @@ impl Catalogue {
     }
 
     /// The limit a failure's system error names (`... failed: Too many open
-    /// files`): the errno's words after a `:` anywhere in the text.
+    /// files`): the errno's words after a `:`, `,` or `(` anywhere in the text.
     pub fn limit_errno(&self, text: &str) -> Option<&LimitErrno> {
         self.limit_errnos
             .iter()

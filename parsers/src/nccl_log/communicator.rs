@@ -246,9 +246,11 @@ impl CommState {
             id: self.id,
             nranks,
             nranks_source: nranks_source.map(str::to_string),
-            nnodes: self
-                .nnodes
-                .or((!hosts.is_empty() || leaves_node).then_some((hosts.len() as u32).max(u32::from(leaves_node) * 2))),
+            nnodes: self.nnodes.or(match (hosts.len(), leaves_node) {
+                (0 | 1, true) => Some(2),
+                (0, false) => None,
+                (n, _) => Some(n as u32),
+            }),
             nnodes_at_least: self.nnodes.is_none() && leaves_node && hosts.len() < 2,
             ranks,
             rings,
