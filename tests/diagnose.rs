@@ -766,3 +766,15 @@ fn receives_without_gdr_beside_hops_with_it_are_named() {
     assert_eq!(gdr.ranks, vec![2]);
     assert!(gdr.evidence.iter().any(|e| e.text.contains("NET/IB/1")), "{:?}", gdr.evidence);
 }
+
+/// A message whose table row explains it gives the finding that row's why
+/// and fix, not only its class's: 832 (nccl-tests on two RTX 4090s, an NCCL
+/// built for CUDA 12 under 11.8) fails with `Cuda failure 'named symbol not
+/// found'`, NCCL's kernels missing for the GPU or the CUDA version.
+#[test]
+fn a_rows_own_explanation_reaches_the_finding() {
+    let found = findings(&[log("832-").to_str().unwrap(), "--log-only"]);
+    let cuda = found.iter().find(|f| f.code == "cuda-error").expect("cuda-error");
+    assert!(cuda.why.contains("kernels are missing"), "{}", cuda.why);
+    assert!(cuda.fix.contains("NCCL build for this CUDA version"), "{}", cuda.fix);
+}

@@ -57,14 +57,21 @@ pub(super) fn fatal(report: &NcclReport) -> bool {
         || report.warnings.iter().any(|w| w.text == "NCCL ABORT")
 }
 
-/// Severity the table gives a message (its row's, else its class's).
-fn table_severity(said: &Said) -> Severity {
+/// The table row a message matched (its level's rows, else the WARN rows a
+/// framework may quote).
+fn row_of(said: &Said) -> Option<&'static catalogue::Message> {
     let text = &said.warning.text;
     let source = said.warning.source.as_deref();
-    let row =
-        CATALOGUE.classify_at(said.level, text, source).or_else(|| CATALOGUE.classify_at(Level::Warn, text, source));
-    let severity = match (row, said.warning.class.as_deref()) {
-        (Some(m), _) => CATALOGUE.severity(m.row),
+    CATALOGUE
+        .classify_at(said.level, text, source)
+        .or_else(|| CATALOGUE.classify_at(Level::Warn, text, source))
+        .map(|m| m.row)
+}
+
+/// Severity the table gives a message (its row's, else its class's).
+fn table_severity(said: &Said) -> Severity {
+    let severity = match (row_of(said), said.warning.class.as_deref()) {
+        (Some(row), _) => CATALOGUE.severity(row),
         (None, Some(class)) => CATALOGUE.class(class).and_then(|c| c.severity).unwrap_or(catalogue::Severity::Warning),
         (None, None) => catalogue::Severity::Warning,
     };
@@ -190,9 +197,15 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
         }
         let hosts = group.iter().flat_map(|s| s.warning.hosts.iter().cloned().chain(s.warning.host.clone()));
         let ranks = group.iter().flat_map(|s| s.warning.ranks.iter().copied().chain(s.warning.rank));
-        out.push(
-            finding_for(&code, severity, evidence, is_cause).on(hosts.collect::<Vec<_>>(), ranks.collect::<Vec<_>>()),
-        );
+        let mut finding =
+            finding_for(&code, severity, evidence, is_cause).on(hosts.collect::<Vec<_>>(), ranks.collect::<Vec<_>>());
+        // The earliest message whose own row explains it (`bind` with
+        // EADDRINUSE, a provider's error) says more than its class.
+        if let Some(row) = group.iter().filter_map(|s| row_of(s)).find(|r| r.class == code && r.why.is_some()) {
+            finding.why = row.why.unwrap_or_default().to_string();
+            finding.fix = row.fix.map_or(finding.fix, str::to_string);
+        }
+        out.push(finding);
     }
     // NCCL's own verdict in the trail's result codes (`-> 3`, ncclInternalError;
     // `-> 5`, ncclInvalidUsage), where no message already says it: a bootstrap
