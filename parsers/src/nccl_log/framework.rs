@@ -127,12 +127,7 @@ pub fn without_rank_tag(text: &str) -> &str {
             rest = rest[end + 2..].trim_start();
         }
         // Ray's `(RayTrainWorker pid=615, ip=10.0.0.1) `, `(pid=909597) `.
-        if rest.starts_with('(')
-            && let Some(end) = rest.find(") ")
-            && rest[..end].contains("pid=")
-        {
-            rest = rest[end + 2..].trim_start();
-        }
+        rest = super::prefix::after_ray_tag(rest).unwrap_or(rest);
         let digits = rest.bytes().take(7).take_while(u8::is_ascii_digit).count();
         if (1..=6).contains(&digits)
             && let Some(tail) = rest[digits..].strip_prefix(": ")

@@ -281,16 +281,9 @@ fn device_tagged_ring(message: &str) -> Option<Event<'_>> {
 
 /// 2.1/2.2's connection line without a ring label: `1 -> 0 via P2P/IPC` (one
 /// per hop; read as channel 0, since those versions name no channel here).
+/// NCCL 2.1 puts the process id in the brackets (`1[5224] -> 0[5223]`),
+/// which [`connection`] reads like any other bracket.
 fn untagged_connection(message: &str) -> Option<Event<'_>> {
-    if !message.contains(" via ") {
-        return None;
-    }
-    let edge = message.split(" via ").next()?;
-    let (from, to) = edge.split_once("->")?;
-    // NCCL 2.1 puts the process id in brackets (`1[5224] -> 0[5223]`).
-    let rank = |t: &str| num::<u32>(t.trim().split('[').next()?);
-    rank(from)?;
-    rank(to.trim_end().trim_end_matches("[send]").trim_end_matches("[receive]"))?;
     connection(0, 0, message)
 }
 

@@ -277,16 +277,17 @@ fn without_repeat_note(message: &str) -> &str {
     }
 }
 
-/// Ray's actor tag (`(RayWorkerVllm pid=5085) `, `(pid=909597) `) comes
-/// first, a launcher's rank tag may follow it (`(...) [rank1]:`).
+/// The text after Ray's actor tag (`(RayWorkerVllm pid=5085) `, `(pid=909597) `),
+/// or `None` when the line does not open with one.
+pub(crate) fn after_ray_tag(line: &str) -> Option<&str> {
+    let end = line.strip_prefix('(')?.find(") ")? + 1;
+    line[..end].contains("pid=").then(|| line[end + 2..].trim_start())
+}
+
+/// Ray's actor tag comes first; a launcher's rank tag may follow it
+/// (`(...) [rank1]:`).
 fn strip_launcher_tag(line: &str) -> &str {
-    let mut line = line;
-    if line.starts_with('(')
-        && let Some(end) = line.find(") ")
-        && line[..end].contains("pid=")
-    {
-        line = line[end + 2..].trim_start();
-    }
+    let line = after_ray_tag(line).unwrap_or(line);
     if line.starts_with('[')
         && let Some(end) = line.find(">:").or_else(|| line.find("]:"))
     {
