@@ -7,6 +7,9 @@
 //! A launcher that is not installed skips the test with a printed reason,
 //! except under CI (`CI` set), where a missing launcher fails it.
 
+#[path = "support/ports.rs"]
+mod ports;
+use ports::free_port;
 #[path = "support/stand_in_gpu.rs"]
 mod stand_in_gpu;
 
@@ -16,10 +19,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TOPO: &str = env!("CARGO_BIN_EXE_topo");
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// The launcher's path, or `None` (skip) outside CI; under CI a missing
 /// launcher is a failure.

@@ -5,6 +5,9 @@
 //! exact. The topology the figures are held against is the ASUS ESC8000A-E12
 //! sysfs tree (4x RTX 6000 Ada, PCIe Gen4 x16, two sockets).
 
+#[path = "support/ports.rs"]
+mod ports;
+use ports::free_port;
 #[path = "support/stand_in_gpu.rs"]
 mod stand_in_gpu;
 #[path = "support/tools.rs"]
@@ -48,6 +51,13 @@ fn topo(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 fn text(output: &Output) -> (String, String) {
     (String::from_utf8_lossy(&output.stdout).into_owned(), String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
+/// Every process's exit and stderr: when one rank of a job fails, the cause is
+/// usually in another rank's words (the one that ended first).
+fn every_stderr(outputs: &[Output]) -> String {
+    let each = |(rank, o): (usize, &Output)| format!("--- rank {rank} ({}):\n{}", o.status, text(o).1);
+    outputs.iter().enumerate().map(each).collect::<Vec<_>>().join("\n")
 }
 
 /// The ASUS box with GPU 3's host link at a third of its speed, GPUs 1 and 2
@@ -276,7 +286,7 @@ fn preflight_runs_the_probe_itself() {
 
 #[test]
 fn a_rank_that_never_arrives_ends_the_run() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let port = free_port().to_string();
     let launch = [
         ("RANK", "0"),
         ("WORLD_SIZE", "2"),
@@ -311,7 +321,7 @@ fn show_prints_stored_results() {
 /// (torchrun's variables, loopback rendezvous), NCCL between them through the
 /// stand-in's shared directory; waits for all and returns their outputs.
 fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let port = free_port().to_string();
     let shared = tempfile::tempdir().unwrap();
     let children: Vec<_> = (0..ranks)
         .map(|rank| {
@@ -326,7 +336,7 @@ fn job(ranks: u32, args: &[&str], env: &[(&str, &str)]) -> Vec<Output> {
                 .env("WORLD_SIZE", ranks.to_string())
                 .env("MASTER_ADDR", "127.0.0.1")
                 .env("TOPO_PORT", &port)
-                .env("TOPO_JOB_TOKEN", "probe-job-test")
+                .env("TOPO_JOB_TOKEN", format!("probe-job-{port}"))
                 .env("TOPO_RENDEZVOUS_SECRET", "s3cret")
                 .envs(env.iter().copied())
                 .env_remove("NCCL_DEBUG")
@@ -391,7 +401,7 @@ fn collectives_across_processes() {
     let env = [("FAKE_CUDA_BUS", "0000:a4:00.0"), ("FAKE_CUDA_SLOW_RANK", "2:9")];
     let outputs = job(3, &[&args[..], &more[..]].concat(), &env);
     for (rank, output) in outputs.iter().enumerate() {
-        assert_eq!(output.status.code(), Some(0), "rank {rank}: {}", text(output).1);
+        assert_eq!(output.status.code(), Some(0), "rank {rank}; every rank said:\n{}", every_stderr(&outputs));
         let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
         let probe = &json["probe"];
         assert_eq!((probe["rank"].as_u64(), probe["world"].as_u64()), (Some(rank as u64), Some(3)));
@@ -431,7 +441,7 @@ fn pairwise_isolates_the_bad_node() {
         &[("FAKE_NCCL_RANK_GBPS", "1:5")],
     );
     for (rank, output) in outputs.iter().enumerate() {
-        assert_eq!(output.status.code(), Some(1), "rank {rank}: {}", text(output).1);
+        assert_eq!(output.status.code(), Some(1), "rank {rank}; every rank said:\n{}", every_stderr(&outputs));
     }
     let json: serde_json::Value = serde_json::from_slice(&outputs[0].stdout).unwrap();
     let pairwise = &json["probe"]["pairwise"];

@@ -4,14 +4,13 @@
 //! hello, makes every process exit 2 within the timeout naming it; strays from
 //! another job and oversized messages are refused without disturbing the job.
 
+#[path = "support/ports.rs"]
+mod ports;
+use ports::free_port;
 use std::io::Write;
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn rank(rank: u32, world: u32, port: u16, timeout: u32) -> Child {
     Command::new(env!("CARGO_BIN_EXE_topo"))
