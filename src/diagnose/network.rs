@@ -18,7 +18,13 @@ pub(super) fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
     }
     let mut evidence = via_of(report, TransportKind::NetSocket);
     if report.network.used.iter().any(|n| n == "Socket") {
-        evidence.push(first_line(report, "network/Socket", "Using network Socket".into(), ""));
+        // Before 2.19 nothing says `Using network Socket`: a libibverbs that
+        // would not load is why the socket transport was left.
+        let key = match report.first_lines.contains_key("network/Socket") {
+            false if report.first_lines.contains_key("libibverbs-missing") => "libibverbs-missing",
+            _ => "network/Socket",
+        };
+        evidence.push(first_line(report, key, "Using network Socket".into(), ""));
     }
     if evidence.is_empty() {
         return None;

@@ -14,6 +14,9 @@ pub enum Found<'a> {
     LastErrorNext,
     /// `Last error: <text>` on one line.
     LastError(&'a str),
+    /// XLA's quote of NCCL's last WARN opened and not closed on this line: a
+    /// paste hard-wrapped at the terminal's width; the text goes on below.
+    QuoteOpen(&'a str),
     /// A framework error line the table lists.
     Error,
     /// A watchdog line, also read as a timeout by the message parser.
@@ -22,14 +25,16 @@ pub enum Found<'a> {
 
 /// Words one of which every framework row's line contains: a cheap gate
 /// before the table is consulted (these lines are rare, application output is not).
+/// `Nccl` is PaddlePaddle's spelling (`Nccl error, unhandled cuda error`).
 /// `libfabric:`, `libibverbs:` and `mlx5:` begin those libraries' own log
 /// lines, which users paste beside NCCL's; `Test CUDA failure` is nccl-tests' own check, and
 /// `CUDA error:` / `Cuda error` a framework's, whose CUDA error text can name the cause (the
 /// fabric manager's `system not yet initialized`); `c10d` and
 /// `DistNetworkError` are PyTorch's rendezvous store failing before NCCL starts.
-const GATE: [&str; 14] = [
+const GATE: [&str; 15] = [
     "NCCL",
     "nccl",
+    "Nccl",
     "atchdog",
     "ProcessGroup",
     "Last error",
@@ -79,14 +84,26 @@ pub fn recognise(text: &str) -> Option<Found<'_>> {
         let rest = &trimmed[at + XLA_LAST_WARNING.len()..];
         if let Some(open) = rest.find('\'') {
             let quoted = &rest[open + 1..];
-            let text = quoted.rfind('\'').map_or(quoted, |close| &quoted[..close]).trim();
-            if !text.is_empty() {
-                return Some(Found::LastError(text));
-            }
+            return Some(match quoted.rfind('\'') {
+                Some(close) => Found::LastError(quoted[..close].trim()),
+                None => Found::QuoteOpen(quoted.trim()),
+            });
         }
     }
     let row = CATALOGUE.classify(Level::Framework, trimmed)?;
     Some(if row.row.pattern.contains("atchdog") { Found::Watchdog } else { Found::Error })
+}
+
+/// The framework's own error before the NCCL text it quotes on the same line
+/// (XLA's `NCCL operation ncclCommInitRank(...) failed: internal error ...
+/// Last NCCL warning(error) log entry ...`, a flattened `... unhandled system
+/// error ... Last error: ...`): the result NCCL returned, a fact of its own
+/// beside the quoted WARN, when the table lists it.
+pub fn error_before_quote(text: &str) -> Option<&str> {
+    let trimmed = without_rank_tag(text.trim());
+    let at = trimmed.find("Last error:").or_else(|| trimmed.find(XLA_LAST_WARNING))?;
+    let head = trimmed[..at].trim_end();
+    (!head.is_empty() && CATALOGUE.classify(Level::Framework, head).is_some()).then_some(head)
 }
 
 /// The rank a framework line names: `[rank3]:`, `[Rank 3]`, `rank 3` in

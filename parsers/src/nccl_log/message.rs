@@ -369,7 +369,7 @@ fn graph_tree(message: &str) -> Option<Event<'_>> {
     Some(Event::GraphTree { channel, parent: num(parent)?, me: num(me)?, children: children? })
 }
 
-fn nccl_or_net(message: &str) -> Option<Event<'_>> {
+fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
     if let Some(version) = message.strip_prefix("NCCL version ") {
         // A markdown paste may keep the bold markers (`**NCCL version 2.4.7**`).
         return Some(Event::Version(version.split_whitespace().next()?.trim_end_matches('*')));
@@ -400,8 +400,13 @@ fn nccl_or_net(message: &str) -> Option<Event<'_>> {
     }
     if let Some(rest) = message.strip_prefix("NET/Socket : Using").or_else(|| message.strip_prefix("NET/Socket: Using"))
     {
-        // `[0]eno1:10.0.0.1<0>`: the interface name is the device.
-        let names = device_list(rest).into_iter().map(|d| d.split(':').next().unwrap_or(d)).collect();
+        // `[0]eno1:10.0.0.1<0>`: the interface name is the device. A pasted
+        // log may have the address redacted (`[0]ib0.<ip>`): the name ends there too.
+        let name = |d: &'a str| -> &'a str {
+            let name = d.split(':').next().unwrap_or(d);
+            name.split('<').next().unwrap_or(name).trim_end_matches('.')
+        };
+        let names = device_list(rest).into_iter().map(name).filter(|n| !n.is_empty()).collect();
         return Some(Event::SocketInterfaces(names));
     }
     // A network plugin's own device list, in NCCL's shape (GCP's

@@ -122,13 +122,19 @@ pub fn glued_starts(line: &str) -> Vec<(usize, &str)> {
                 next = tokens.next_back();
             }
         }
+        // A flattened paste (a markdown quote joins its lines with spaces)
+        // of lines whose prefix is the device tag alone: `... [0] NCCL INFO ...`.
+        let mut bracket = None;
         if next.is_some_and(|t| t.starts_with('[') && t.ends_with(']')) {
+            bracket = Some(tokens.text.len());
             next = tokens.next_back();
         }
-        let Some(token) = next else { continue };
-        if host_pid_tid(token).1.is_none() {
+        let Some(token) = next.filter(|t| host_pid_tid(t).1.is_some()) else {
+            if let Some(offset) = bracket.filter(|_| line.starts_with('[')) {
+                starts.push((offset, ""));
+            }
             continue;
-        }
+        };
         // `tokens.text` is what is left before the token: the token starts there.
         let offset = tokens.text.len();
         let host = token.split(':').next().unwrap_or("");

@@ -5,7 +5,9 @@ use super::*;
 
 impl LogParser {
     /// The report of everything read so far.
-    pub fn finish(self) -> NcclReport {
+    pub fn finish(mut self) -> NcclReport {
+        self.close_quote();
+        let verbs_missing = self.verbs_missing;
         let host_lines: HashMap<String, u64> = self
             .hosts
             .iter()
@@ -212,8 +214,7 @@ impl LogParser {
             // `Using network <plugin>`).
             // So does a libibverbs that would not load, once the socket
             // transport listed its interfaces (2.4 printed no `Using network`).
-            let no_verbs = report.warnings.iter().any(|w| w.text.starts_with("Failed to open libibverbs"))
-                && !report.network.socket_interfaces.is_empty();
+            let no_verbs = verbs_missing && !report.network.socket_interfaces.is_empty();
             let from_no_ib = (report.network.ib_not_found || no_verbs).then_some("Socket");
             report.network.used.extend(from_source.or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
         }

@@ -66,6 +66,9 @@ const MAX_EVIDENCE_CHARS: usize = 300;
 /// How far below a fatal signal its backtrace may name NCCL (gdb and UCX print
 /// a few dozen frames).
 const CRASH_FRAMES: u64 = 64;
+/// Lines below its first that a wrapped quote of NCCL's text may take: a
+/// WARN's text is a few hundred characters, four terminal lines at most.
+const WRAPPED_QUOTE_LINES: u8 = 4;
 
 /// What is known about the processes of one host.
 #[derive(Default)]
@@ -131,6 +134,12 @@ pub struct LogParser {
     last_error_pending: bool,
     /// What stood before `Last error:` on its line (a logger's prefix).
     last_error_prefix: String,
+    /// An XLA quote of NCCL's text wrapped over lines: what was read of it and
+    /// how many more lines may continue it (see [`WRAPPED_QUOTE_LINES`]).
+    open_quote: Option<(String, u8)>,
+    /// NCCL could not load libibverbs (`Failed to open libibverbs.so[.1]`: a
+    /// WARN up to 2.11, an INFO line since): its IB transport has no devices.
+    verbs_missing: bool,
     /// The last fatal signal's line (number, text), until a backtrace frame in
     /// NCCL makes it NCCL's crash or [`CRASH_FRAMES`] lines pass.
     crash: Option<(u64, String)>,
@@ -314,7 +323,21 @@ impl LogParser {
         {
             return self.read_split(text, LogLine { level: Level::Info, message: rest, ..line });
         }
+        // NCCL 1.x's WARN: no prefix, the source after the level
+        // (`WARN src/reduce.cu:126 Cuda failure 'invalid resource handle'`).
+        if line.level == Level::Bare
+            && let Some((location, rest)) = line.message.strip_prefix("WARN ").and_then(|r| r.split_once(' '))
+            && is_source_location(location)
+        {
+            let message = rest.trim_start();
+            return self.read_split(text, LogLine { level: Level::Warn, source: Some(location), message, ..line });
+        }
         let number = self.line_number;
+        if line.message.starts_with("Failed to open libibverbs") {
+            // The line the socket fallback is cited by when nothing says `Using network Socket`.
+            self.verbs_missing = true;
+            self.first_line("libibverbs-missing".to_string(), line.message);
+        }
         self.line_host = self.host_slot(line.host);
         if line.level != Level::Bare {
             self.nccl_lines += 1;
@@ -336,6 +359,9 @@ impl LogParser {
             if !self.hosts[slot].1.pids.contains(&pid) && self.budget.take(Table::Processes, 1) {
                 self.hosts[slot].1.pids.insert(pid);
             }
+        }
+        if line.level != Level::Bare {
+            self.close_quote();
         }
         if matches!(line.level, Level::Warn | Level::Abort) {
             self.warning(&line, number);
@@ -423,6 +449,9 @@ impl LogParser {
         let text = line.message;
         // The rank is in the launcher's tag, which the splitter removed.
         let rank = framework::rank_in(raw);
+        if self.open_quote.is_some() && self.quote_goes_on(text.trim(), rank) {
+            return true;
+        }
         if std::mem::take(&mut self.last_error_pending) && !text.trim().is_empty() {
             self.nccl_lines += 1;
             // The logger's prefix of the `Last error:` line repeats on this one.
@@ -443,6 +472,13 @@ impl LogParser {
         {
             self.versions.insert(version.to_string());
         }
+        if matches!(
+            found,
+            framework::Found::LastErrorNext | framework::Found::LastError(_) | framework::Found::QuoteOpen(_)
+        ) && let Some(head) = framework::error_before_quote(text)
+        {
+            self.add_framework_error(head, None, rank);
+        }
         match found {
             framework::Found::LastErrorNext => {
                 self.last_error_pending = true;
@@ -450,12 +486,52 @@ impl LogParser {
                 self.last_error_prefix = before.chars().take(256).collect();
             }
             framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
+            framework::Found::QuoteOpen(start) => {
+                self.open_quote = Some((start.chars().take(MAX_EVIDENCE_CHARS).collect(), WRAPPED_QUOTE_LINES));
+            }
             framework::Found::Error => self.add_framework_error(text.trim(), None, rank),
             // Watchdog lines are read as timeouts below, with their sequence
             // numbers and limits: the timeout rule cites them.
             framework::Found::Watchdog => return false,
         }
         true
+    }
+
+    /// A line that continues a wrapped quote of NCCL's text: the quote ends at
+    /// its closing `'`, or after [`WRAPPED_QUOTE_LINES`] lines, and is then
+    /// read whole, as if it had been printed on one line. A line with
+    /// something else to say (an NCCL prefix, another framework error) is not
+    /// a continuation: the quote is read as far as it went.
+    fn quote_goes_on(&mut self, text: &str, rank: Option<u32>) -> bool {
+        let Some((mut quoted, left)) = self.open_quote.take() else { return false };
+        let continues = left > 0 && !text.is_empty() && framework::recognise(text).is_none();
+        if continues {
+            let (part, closed) = text.rfind('\'').map_or((text, false), |close| (&text[..close], true));
+            quoted.push(' ');
+            quoted.extend(part.trim().chars().take(MAX_EVIDENCE_CHARS.saturating_sub(quoted.len())));
+            if !closed && left > 1 {
+                self.open_quote = Some((quoted, left - 1));
+                self.nccl_lines += 1;
+                return true;
+            }
+        }
+        if !quoted.trim().is_empty() {
+            self.add_framework_error(quoted.trim(), Some("Last error"), rank);
+        }
+        if continues {
+            self.nccl_lines += 1;
+        }
+        continues
+    }
+
+    /// Reads a wrapped quote as far as it went (the log ended, or NCCL's own
+    /// lines came before its closing `'`).
+    fn close_quote(&mut self) {
+        if let Some((quoted, _)) = self.open_quote.take()
+            && !quoted.trim().is_empty()
+        {
+            self.add_framework_error(quoted.trim(), Some("Last error"), None);
+        }
     }
 
     /// A frame of the backtrace after a fatal signal that is in NCCL: the
