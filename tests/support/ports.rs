@@ -12,13 +12,21 @@ use std::sync::Mutex;
 
 static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
 
-/// A loopback port free now and never returned before by this process.
+/// How far above a launcher's port topo's rendezvous listens when
+/// `TOPO_PORT` is not set (`MASTER_PORT` + `PORT_OFFSET`, src/probe/launcher.rs): a port
+/// handed out keeps that one for its job too.
+const TOPO_ABOVE_MASTER: u16 = 1;
+
+/// A loopback port free now, never returned before by this process, and not
+/// the rendezvous port of a job given an earlier one.
 pub fn free_port() -> u16 {
     let mut given = GIVEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let given = given.get_or_insert_with(HashSet::new);
     loop {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        if given.insert(port) {
+        let above = port.saturating_add(TOPO_ABOVE_MASTER);
+        if !given.contains(&port) && !given.contains(&above) {
+            given.extend([port, above]);
             return port;
         }
     }
