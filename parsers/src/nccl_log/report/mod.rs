@@ -70,6 +70,18 @@ const CRASH_FRAMES: u64 = 64;
 /// WARN's text is a few hundred characters, four terminal lines at most.
 const WRAPPED_QUOTE_LINES: u8 = 4;
 
+/// XLA's quote of NCCL's last WARN, opened on one line and not yet closed (a
+/// paste hard-wrapped at the terminal's width).
+struct OpenQuote {
+    /// What was read of it so far (at most [`MAX_EVIDENCE_CHARS`] and a little).
+    text: String,
+    /// Lines that may still continue it.
+    lines_left: u8,
+    /// The line it began on, which the finding cites.
+    line: u64,
+    rank: Option<u32>,
+}
+
 /// What is known about the processes of one host.
 #[derive(Default)]
 struct HostState {
@@ -134,9 +146,8 @@ pub struct LogParser {
     last_error_pending: bool,
     /// What stood before `Last error:` on its line (a logger's prefix).
     last_error_prefix: String,
-    /// An XLA quote of NCCL's text wrapped over lines: what was read of it and
-    /// how many more lines may continue it (see [`WRAPPED_QUOTE_LINES`]).
-    open_quote: Option<(String, u8)>,
+    /// An XLA quote of NCCL's text wrapped over lines, until it closes.
+    open_quote: Option<OpenQuote>,
     /// NCCL could not load libibverbs (`Failed to open libibverbs.so[.1]`: a
     /// WARN up to 2.11, an INFO line since): its IB transport has no devices.
     verbs_missing: bool,
@@ -449,7 +460,7 @@ impl LogParser {
         let text = line.message;
         // The rank is in the launcher's tag, which the splitter removed.
         let rank = framework::rank_in(raw);
-        if self.open_quote.is_some() && self.quote_goes_on(text.trim(), rank) {
+        if self.open_quote.is_some() && self.quote_goes_on(text.trim()) {
             return true;
         }
         if std::mem::take(&mut self.last_error_pending) && !text.trim().is_empty() {
@@ -487,7 +498,9 @@ impl LogParser {
             }
             framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
             framework::Found::QuoteOpen(start) => {
-                self.open_quote = Some((start.chars().take(MAX_EVIDENCE_CHARS).collect(), WRAPPED_QUOTE_LINES));
+                let text = start.chars().take(MAX_EVIDENCE_CHARS).collect();
+                self.open_quote =
+                    Some(OpenQuote { text, lines_left: WRAPPED_QUOTE_LINES, line: self.line_number, rank });
             }
             framework::Found::Error => self.add_framework_error(text.trim(), None, rank),
             // Watchdog lines are read as timeouts below, with their sequence
@@ -499,39 +512,44 @@ impl LogParser {
 
     /// A line that continues a wrapped quote of NCCL's text: the quote ends at
     /// its closing `'`, or after [`WRAPPED_QUOTE_LINES`] lines, and is then
-    /// read whole, as if it had been printed on one line. A line with
+    /// read whole, as if it had been printed on its first line. A line with
     /// something else to say (an NCCL prefix, another framework error) is not
     /// a continuation: the quote is read as far as it went.
-    fn quote_goes_on(&mut self, text: &str, rank: Option<u32>) -> bool {
-        let Some((mut quoted, left)) = self.open_quote.take() else { return false };
-        let continues = left > 0 && !text.is_empty() && framework::recognise(text).is_none();
+    fn quote_goes_on(&mut self, text: &str) -> bool {
+        let Some(mut quote) = self.open_quote.take() else { return false };
+        let continues = quote.lines_left > 0 && !text.is_empty() && framework::recognise(text).is_none();
         if continues {
+            self.nccl_lines += 1;
             let (part, closed) = text.rfind('\'').map_or((text, false), |close| (&text[..close], true));
-            quoted.push(' ');
-            quoted.extend(part.trim().chars().take(MAX_EVIDENCE_CHARS.saturating_sub(quoted.len())));
-            if !closed && left > 1 {
-                self.open_quote = Some((quoted, left - 1));
-                self.nccl_lines += 1;
+            let room = MAX_EVIDENCE_CHARS.saturating_sub(quote.text.chars().count());
+            quote.text.push(' ');
+            quote.text.extend(part.trim().chars().take(room));
+            quote.lines_left -= 1;
+            if !closed && quote.lines_left > 0 {
+                self.open_quote = Some(quote);
                 return true;
             }
         }
-        if !quoted.trim().is_empty() {
-            self.add_framework_error(quoted.trim(), Some("Last error"), rank);
-        }
-        if continues {
-            self.nccl_lines += 1;
-        }
+        self.read_quote(quote);
         continues
     }
 
     /// Reads a wrapped quote as far as it went (the log ended, or NCCL's own
     /// lines came before its closing `'`).
     fn close_quote(&mut self) {
-        if let Some((quoted, _)) = self.open_quote.take()
-            && !quoted.trim().is_empty()
-        {
-            self.add_framework_error(quoted.trim(), Some("Last error"), None);
+        if let Some(quote) = self.open_quote.take() {
+            self.read_quote(quote);
         }
+    }
+
+    /// A quote's text, as the framework error of the line it began on.
+    fn read_quote(&mut self, quote: OpenQuote) {
+        if quote.text.trim().is_empty() {
+            return;
+        }
+        let current = std::mem::replace(&mut self.line_number, quote.line);
+        self.add_framework_error(quote.text.trim(), Some("Last error"), quote.rank);
+        self.line_number = current;
     }
 
     /// A frame of the backtrace after a fatal signal that is in NCCL: the
@@ -838,6 +856,29 @@ mod tests {
         // Not a source location: left alone.
         assert_eq!(without_source_and_level("Traceback: WARN x"), "Traceback: WARN x");
         assert_eq!(without_source_and_level("socket.h:3a WARN x"), "socket.h:3a WARN x");
+    }
+
+    /// Hand-made: the bounds of a wrapped quote. One never closed is read as
+    /// far as four more lines, cited at its first line and cut at the evidence
+    /// length; an NCCL line ends it early (the real wrapped case is 900).
+    #[test]
+    fn a_wrapped_quote_is_bounded() {
+        let read = |text: &str| {
+            let mut parser = LogParser::new();
+            for (n, line) in text.lines().enumerate() {
+                parser.line(line, n as u64 + 1);
+            }
+            parser.finish().framework_errors
+        };
+        let open = "E1 x.cc:1] NCCL operation ncclGroupEnd() failed: unhandled system error. Last NCCL warning(error) log entry (may be unrelated) 'Error";
+        let long = "y".repeat(10_000);
+        let errors = read(&format!("{open}\nwhile creating\n{long}\nmore\nand more\nnot part of it\n"));
+        let quoted = errors.iter().find(|e| e.text.starts_with("Error while creating")).expect("the quote");
+        assert_eq!(quoted.line, 1);
+        assert!(quoted.text.chars().count() <= MAX_EVIDENCE_CHARS + 8, "{}", quoted.text.len());
+        assert!(!quoted.text.contains("not part of it"));
+        let cut = read(&format!("{open}\nwhile creating\nh:1:2 [0] NCCL INFO Using network Socket\n"));
+        assert!(cut.iter().any(|e| e.text == "Error while creating"), "{cut:?}");
     }
 
     #[test]
