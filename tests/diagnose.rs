@@ -570,13 +570,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("905-", "p2p-disabled"),
         ("914-", "bootstrap-connect-failure"),
         // Batches AJ-AL. A completion error 12 (raised); the locked-memory limit
-        // is the maintainers' weak reading (963). An IB completion WARN wrapped
-        // over four lines by the write-up: its status (LOC_PROT_ERR) is on a
-        // continuation line; IOMMU translation is the write-up's finding (965).
-        // A provider completion error (raised as such); the CXI race is the
-        // write-up's finding from timing experiments (970).
+        // is the maintainers' weak reading (963). A provider completion error
+        // (raised as such); the CXI race is the write-up's finding from timing
+        // experiments (970).
         ("963-", "resource-exhausted"),
-        ("965-", "gdr-path-broken"),
         ("970-", "net-plugin-failure"),
     ];
     // Failures whose lines name no cause (a bare `unhandled system error`,
@@ -835,6 +832,12 @@ fn pasted_shapes_of_other_frameworks_and_old_releases() {
     assert_eq!(codes(codes_of("923-"))[0], "version-mismatch");
     // aws-ofi-nccl's warnings pasted without NCCL's prefix (922).
     assert_eq!(codes(codes_of("922-")), ["net-plugin-failure"]);
+    // An IB completion WARN the write-up wrapped over four lines: read whole,
+    // its status (IBV_WC_LOC_PROT_ERR) points at the GPUDirect path (965).
+    let wrapped_warn = codes_of("965-");
+    let gdr = wrapped_warn.iter().find(|f| f.code == "gdr-path-broken").expect("gdr-path-broken");
+    assert!(gdr.evidence[0].at.ends_with(":1"), "{:?}", gdr.evidence);
+    assert!(gdr.evidence[0].text.contains("status=IBV_WC_LOC_PROT_ERR(4)"), "{:?}", gdr.evidence);
     // `Cuda failure 800 'operation not permitted'` from P2P: the IMEX channel (968).
     assert!(codes(codes_of("968-")).contains(&"nvlink-fabric-failure".to_string()));
 }

@@ -658,7 +658,6 @@ fn every_log_matches_its_hand_read_facts() {
         ("960-", "nodes"),
         ("961-", "ranks"),
         ("965-", "ranks"),
-        ("965-", "nodes"),
         ("970-", "nodes"),
         ("971-", "nodes"),
         ("974-", "ranks"),

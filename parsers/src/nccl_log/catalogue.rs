@@ -339,6 +339,7 @@ impl Catalogue {
             // WARN's first line, an excerpt).
             let held = match level {
                 Level::Framework => Some(pattern.specificity()),
+                Level::Warn => pattern.matched_warn(&text),
                 _ => pattern.matched(&text),
             };
             let Some(held) = held else { continue };
@@ -352,6 +353,16 @@ impl Catalogue {
             }
         }
         best.and_then(|(index, _)| Some(Match { index, row: self.messages.get(index)? }))
+    }
+
+    /// How much of the WARN row that best explains `text` the text holds:
+    /// (literal characters held, the row's whole). Less than whole is a WARN
+    /// cut inside its row: an excerpt, or a paste hard-wrapped at the
+    /// terminal's width whose next lines carry the rest.
+    pub fn warn_held(&self, text: &str) -> Option<(usize, usize)> {
+        let found = self.classify(Level::Warn, text)?;
+        let pattern = self.patterns.get(found.index)?;
+        Some((pattern.matched_warn(&collapse_spaces(text.trim()))?, pattern.specificity()))
     }
 
     /// Whether an INFO message is one the table lists (cheap: one hash lookup

@@ -89,7 +89,7 @@ impl Pattern {
     /// As [`Pattern::matches`], for a message whose runs of spaces are already
     /// collapsed (to test many patterns against one message).
     pub fn matches_collapsed(&self, text: &str) -> bool {
-        matched_chars(&self.literals, self.anchored, text).is_some()
+        matched_chars(&self.literals, self.anchored, text, MIN_CUT_OPENING).is_some()
     }
 }
 
@@ -113,7 +113,7 @@ impl CompiledPattern {
     }
 
     pub fn matches_collapsed(&self, text: &str) -> bool {
-        matched_chars(self.literals, self.anchored, text).is_some()
+        matched_chars(self.literals, self.anchored, text, MIN_CUT_OPENING).is_some()
     }
 
     /// The literal characters a (collapsed) message holds when it matches:
@@ -122,7 +122,15 @@ impl CompiledPattern {
     /// of its own row than of `Call to %s failed : Connection reset by peer`
     /// cut after `failed`.
     pub fn matched(&self, text: &str) -> Option<usize> {
-        matched_chars(self.literals, self.anchored, text)
+        matched_chars(self.literals, self.anchored, text, MIN_CUT_OPENING)
+    }
+
+    /// [`Self::matched`] for the message of a line NCCL printed as a WARN: its
+    /// prefix already says it is one of the table's WARN rows, so fewer of the
+    /// opening words tell which (`NET/IB: Got completion`, a paste wrapped at
+    /// the terminal's width).
+    pub fn matched_warn(&self, text: &str) -> Option<usize> {
+        matched_chars(self.literals, self.anchored, text, MIN_CUT_WARN_OPENING)
     }
 }
 
@@ -137,7 +145,7 @@ fn first_word<S: AsRef<str>>(literals: &[S], anchored: bool) -> Option<&str> {
 /// must begin the text, the others follow in order. How many of the
 /// pattern's literal characters `text` holds, when it matches: all of them,
 /// or, for a line that stops inside a literal, those before the cut.
-fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str) -> Option<usize> {
+fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str, min_cut: usize) -> Option<usize> {
     let mut rest = text;
     let mut matched = 0;
     for (i, literal) in literals.iter().enumerate() {
@@ -150,7 +158,7 @@ fn matched_chars<S: AsRef<str>>(literals: &[S], anchored: bool, text: &str) -> O
                 // excerpt): enough of them, up to a word's end.
                 None => {
                     let text = rest.trim_end();
-                    return cut_in_opening(opening, text).then_some(text.len());
+                    return cut_in_opening(opening, text, min_cut).then_some(text.len());
                 }
             }
             matched += opening.len();
@@ -192,12 +200,14 @@ fn ends_inside(literal: &str, text: &str) -> Option<usize> {
 
 /// Characters of a pattern's opening words a line cut inside them must keep.
 const MIN_CUT_OPENING: usize = 24;
+/// The same for a line whose NCCL prefix says WARN (see [`CompiledPattern::matched_warn`]).
+const MIN_CUT_WARN_OPENING: usize = 16;
 
 /// `text` is the start of `opening`, at least [`MIN_CUT_OPENING`] characters
 /// long, ending where a word of `opening` ends (`Mismatched collective
 /// detected` of `Mismatched collective detected, please check ...`).
-fn cut_in_opening(opening: &str, text: &str) -> bool {
-    text.len() >= MIN_CUT_OPENING
+fn cut_in_opening(opening: &str, text: &str, min_cut: usize) -> bool {
+    text.len() >= min_cut
         && text.len() < opening.len()
         && opening.starts_with(text)
         && opening.as_bytes().get(text.len()).is_some_and(|b| !b.is_ascii_alphanumeric())
@@ -285,6 +295,11 @@ mod tests {
         assert!(title.matches("Mismatched collective detected"));
         assert!(!title.matches("Mismatched collective"));
         assert!(!title.matches("Mismatched collective detec"));
+        // A line NCCL printed as a WARN may stop sooner, 16 characters on.
+        let completion = compiled(&Pattern::new("NET/IB: Got completion from peer %s with status=%s(%d)"));
+        assert_eq!(completion.matched("NET/IB: Got completion"), None);
+        assert_eq!(completion.matched_warn("NET/IB: Got completion"), Some(22));
+        assert_eq!(completion.matched_warn("NET/IB: Got"), None);
         // A whole line holds more of its own row than of a row it only opens.
         let own = compiled(&Pattern::new("Call to ibv_create_qp failed"));
         let other = compiled(&Pattern::new("Call to %s failed : Connection reset by peer"));

@@ -69,6 +69,20 @@ const CRASH_FRAMES: u64 = 64;
 /// Lines below its first that a wrapped quote of NCCL's text may take: a
 /// WARN's text is a few hundred characters, four terminal lines at most.
 const WRAPPED_QUOTE_LINES: u8 = 4;
+/// A wrapped WARN joined from its lines is kept to this length.
+const MAX_WRAPPED_WARN_CHARS: usize = 2048;
+
+/// A WARN line cut inside its row, and the continuation lines joined to it.
+struct CutWarn {
+    /// The WARN line, prefix and all, with its continuations after a space.
+    raw: String,
+    /// Its line number, which the warning cites.
+    line: u64,
+    /// Literal characters of the row the text holds so far.
+    held: usize,
+    /// Lines that may still continue it.
+    lines_left: u8,
+}
 
 /// XLA's quote of NCCL's last WARN, opened on one line and not yet closed (a
 /// paste hard-wrapped at the terminal's width).
@@ -148,6 +162,9 @@ pub struct LogParser {
     last_error_prefix: String,
     /// An XLA quote of NCCL's text wrapped over lines, until it closes.
     open_quote: Option<OpenQuote>,
+    /// A WARN line that stops inside its table row, held while the bare lines
+    /// after it carry the rest (a paste hard-wrapped at the terminal's width).
+    cut_warn: Option<CutWarn>,
     /// NCCL could not load libibverbs (`Failed to open libibverbs.so[.1]`: a
     /// WARN up to 2.11, an INFO line since): its IB transport has no devices.
     verbs_missing: bool,
@@ -248,6 +265,9 @@ impl LogParser {
     pub fn line(&mut self, text: &str, number: u64) {
         self.lines += 1;
         self.line_number = number;
+        if self.cut_warn.is_some() && self.warn_goes_on(text) {
+            return;
+        }
         // Most of a long log is COLL lines in NCCL's plain prefix: read those
         // without the general splitter's full-line scan. (A line with another
         // process's prefix glued in fails the COLL shape and takes the general path.)
@@ -320,6 +340,10 @@ impl LogParser {
                 self.read_split(part, line);
             }
         }
+        // A WARN glued to another process's line is no wrapped paste.
+        if let Some(cut) = self.cut_warn.take() {
+            self.read_cut_warn(cut);
+        }
         true
     }
 
@@ -375,7 +399,13 @@ impl LogParser {
             self.close_quote();
         }
         if matches!(line.level, Level::Warn | Level::Abort) {
-            self.warning(&line, number);
+            match CATALOGUE.warn_held(line.message).filter(|(held, whole)| line.level == Level::Warn && held < whole) {
+                Some((held, _)) => {
+                    let raw = text.chars().take(MAX_WRAPPED_WARN_CHARS).collect();
+                    self.cut_warn = Some(CutWarn { raw, line: number, held, lines_left: WRAPPED_QUOTE_LINES });
+                }
+                None => self.warning(&line, number),
+            }
             return;
         }
         if line.level == Level::Bare && self.framework_line(&line, text) {
@@ -532,6 +562,39 @@ impl LogParser {
         }
         self.read_quote(quote);
         continues
+    }
+
+    /// A bare line after a WARN cut inside its row: joined to it when that
+    /// holds more of the row (the line carries the rest of the WARN's text),
+    /// else the WARN is read as it stood and this line on its own.
+    fn warn_goes_on(&mut self, text: &str) -> bool {
+        let Some(mut cut) = self.cut_warn.take() else { return false };
+        let rest = text.trim();
+        let candidate = cut.lines_left > 0 && !rest.is_empty() && prefix::split(text).level == Level::Bare;
+        if candidate {
+            let mut joined = cut.raw.clone();
+            joined.push(' ');
+            joined.extend(rest.chars().take(MAX_WRAPPED_WARN_CHARS.saturating_sub(joined.len())));
+            let message = prefix::split(&joined).message;
+            if let Some((held, whole)) = CATALOGUE.warn_held(message).filter(|(held, _)| *held > cut.held) {
+                self.nccl_lines += 1;
+                cut = CutWarn { raw: joined, held, lines_left: cut.lines_left - 1, ..cut };
+                if held < whole && cut.lines_left > 0 {
+                    self.cut_warn = Some(cut);
+                } else {
+                    self.read_cut_warn(cut);
+                }
+                return true;
+            }
+        }
+        self.read_cut_warn(cut);
+        false
+    }
+
+    /// The held WARN, read as one line at the line it began on.
+    fn read_cut_warn(&mut self, cut: CutWarn) {
+        let line = prefix::split(&cut.raw);
+        self.warning(&line, cut.line);
     }
 
     /// Reads a wrapped quote as far as it went (the log ended, or NCCL's own
@@ -879,6 +942,34 @@ mod tests {
         assert!(!quoted.text.contains("not part of it"));
         let cut = read(&format!("{open}\nwhile creating\nh:1:2 [0] NCCL INFO Using network Socket\n"));
         assert!(cut.iter().any(|e| e.text == "Error while creating"), "{cut:?}");
+    }
+
+    /// Hand-made: a WARN cut inside its row takes the bare lines after it
+    /// only while they carry more of the row, at most four, and is cited at
+    /// its own line; a WARN whole on its line takes nothing (the real
+    /// wrapped case is 965).
+    #[test]
+    fn a_wrapped_warn_takes_only_its_own_rest() {
+        let read = |text: &str| {
+            let mut parser = LogParser::new();
+            for (n, line) in text.lines().enumerate() {
+                parser.line(line, n as u64 + 1);
+            }
+            parser.finish().warnings
+        };
+        let cut = "h:1:2 [0] net_ib.cc:1 NCCL WARN NET/IB: Got completion";
+        let wrapped = read(&format!(
+            "{cut}\nfrom peer 10.0.0.2<1> with status=IBV_WC_LOC_PROT_ERR(4)\nTraceback (most recent call last):\n"
+        ));
+        assert_eq!(wrapped.len(), 1, "{wrapped:?}");
+        assert_eq!(wrapped[0].line, 1);
+        assert!(wrapped[0].text.ends_with("status=IBV_WC_LOC_PROT_ERR(4)"), "{}", wrapped[0].text);
+        // The next line carries nothing of the row: the WARN stays as it was.
+        let alone = read(&format!("{cut}\nTraceback (most recent call last):\n"));
+        assert_eq!(alone[0].text, "NET/IB: Got completion");
+        // Whole on its line: the bare line after it is not joined.
+        let whole = read("h:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\nfrom peer x with status=1\n");
+        assert_eq!(whole[0].text, "Cuda failure 'out of memory'");
     }
 
     #[test]
