@@ -7,9 +7,7 @@ impl LogParser {
     /// The report of everything read so far.
     pub fn finish(mut self) -> NcclReport {
         self.close_quote();
-        if let Some(cut) = self.cut_warn.take() {
-            self.read_cut_warn(cut);
-        }
+        self.read_held_warn_now();
         let verbs_missing = self.verbs_missing;
         let host_lines: HashMap<String, u64> = self
             .hosts

@@ -72,14 +72,19 @@ const WRAPPED_QUOTE_LINES: u8 = 4;
 /// A wrapped WARN joined from its lines is kept to this length.
 const MAX_WRAPPED_WARN_CHARS: usize = 2048;
 
-/// A WARN line cut inside its row, and the continuation lines joined to it.
-struct CutWarn {
-    /// The WARN line, prefix and all, with its continuations after a space.
-    raw: String,
+/// The last WARN line, held until the next line says whether it goes on
+/// there (a paste hard-wrapped at the terminal's width), and the continuation
+/// lines joined to it. Its text is in [`LogParser::held_warn_text`].
+struct HeldWarn {
     /// Its line number, which the warning cites.
     line: u64,
-    /// Literal characters of the row the text holds so far.
-    held: usize,
+    /// Where in the text its message begins, and its NCCL source location:
+    /// as the line was read (NCCL 1.x's WARN puts the source after the level).
+    message_at: usize,
+    source_at: Option<(usize, usize)>,
+    /// Literal characters of its table row the text holds so far, once asked
+    /// (only when a bare line follows: most WARNs are followed by NCCL lines).
+    held: Option<usize>,
     /// Lines that may still continue it.
     lines_left: u8,
 }
@@ -162,9 +167,11 @@ pub struct LogParser {
     last_error_prefix: String,
     /// An XLA quote of NCCL's text wrapped over lines, until it closes.
     open_quote: Option<OpenQuote>,
-    /// A WARN line that stops inside its table row, held while the bare lines
-    /// after it carry the rest (a paste hard-wrapped at the terminal's width).
-    cut_warn: Option<CutWarn>,
+    /// The last WARN line until the next line is read (see [`HeldWarn`]).
+    held_warn: Option<HeldWarn>,
+    /// The held WARN's line, prefix and all, and any continuations after a
+    /// space: one buffer, reused, so holding costs no allocation per WARN.
+    held_warn_text: String,
     /// NCCL could not load libibverbs (`Failed to open libibverbs.so[.1]`: a
     /// WARN up to 2.11, an INFO line since): its IB transport has no devices.
     verbs_missing: bool,
@@ -265,7 +272,7 @@ impl LogParser {
     pub fn line(&mut self, text: &str, number: u64) {
         self.lines += 1;
         self.line_number = number;
-        if self.cut_warn.is_some() && self.warn_goes_on(text) {
+        if self.held_warn.is_some() && self.warn_goes_on(text) {
             return;
         }
         // Most of a long log is COLL lines in NCCL's plain prefix: read those
@@ -336,14 +343,13 @@ impl LogParser {
             if let [from, to] = pair
                 && let Some(part) = text.get(*from..*to)
             {
+                self.read_held_warn_now();
                 let line = prefix::split(part);
                 self.read_split(part, line);
             }
         }
         // A WARN glued to another process's line is no wrapped paste.
-        if let Some(cut) = self.cut_warn.take() {
-            self.read_cut_warn(cut);
-        }
+        self.read_held_warn_now();
         true
     }
 
@@ -398,14 +404,19 @@ impl LogParser {
         if line.level != Level::Bare {
             self.close_quote();
         }
+        if line.level == Level::Warn
+            && text.len() <= MAX_WRAPPED_WARN_CHARS
+            && let Some(message_at) = offset_in(text, line.message)
+        {
+            let source_at = line.source.and_then(|s| Some((offset_in(text, s)?, offset_in(text, s)? + s.len())));
+            self.held_warn_text.clear();
+            self.held_warn_text.push_str(text);
+            let lines_left = WRAPPED_QUOTE_LINES;
+            self.held_warn = Some(HeldWarn { line: number, message_at, source_at, held: None, lines_left });
+            return;
+        }
         if matches!(line.level, Level::Warn | Level::Abort) {
-            match CATALOGUE.warn_held(line.message).filter(|(held, whole)| line.level == Level::Warn && held < whole) {
-                Some((held, _)) => {
-                    let raw = text.chars().take(MAX_WRAPPED_WARN_CHARS).collect();
-                    self.cut_warn = Some(CutWarn { raw, line: number, held, lines_left: WRAPPED_QUOTE_LINES });
-                }
-                None => self.warning(&line, number),
-            }
+            self.warning(&line, number);
             return;
         }
         if line.level == Level::Bare && self.framework_line(&line, text) {
@@ -564,37 +575,64 @@ impl LogParser {
         continues
     }
 
-    /// A bare line after a WARN cut inside its row: joined to it when that
-    /// holds more of the row (the line carries the rest of the WARN's text),
-    /// else the WARN is read as it stood and this line on its own.
+    /// The line after a held WARN: joined to it when the WARN stops inside
+    /// its table row and this bare line carries more of that row, else the
+    /// WARN is read as it stood (before this line, so nothing this line
+    /// changes, such as a new communicator, reaches it).
     fn warn_goes_on(&mut self, text: &str) -> bool {
-        let Some(mut cut) = self.cut_warn.take() else { return false };
+        let Some(mut held) = self.held_warn.take() else { return false };
         let rest = text.trim();
-        let candidate = cut.lines_left > 0 && !rest.is_empty() && prefix::split(text).level == Level::Bare;
-        if candidate {
-            let mut joined = cut.raw.clone();
-            joined.push(' ');
-            joined.extend(rest.chars().take(MAX_WRAPPED_WARN_CHARS.saturating_sub(joined.len())));
-            let message = prefix::split(&joined).message;
-            if let Some((held, whole)) = CATALOGUE.warn_held(message).filter(|(held, _)| *held > cut.held) {
+        if held.lines_left == 0 || rest.is_empty() || prefix::split(text).level != Level::Bare {
+            self.read_held_warn(held);
+            return false;
+        }
+        let message = |raw: &str| CATALOGUE.warn_held(raw.get(held.message_at..).unwrap_or(""));
+        let so_far = match held.held {
+            Some(so_far) => Some(so_far),
+            None => message(&self.held_warn_text).filter(|(held, whole)| held < whole).map(|(held, _)| held),
+        };
+        let Some(so_far) = so_far else {
+            self.read_held_warn(held);
+            return false;
+        };
+        let mut joined = self.held_warn_text.clone();
+        joined.push(' ');
+        joined.extend(rest.chars().take(MAX_WRAPPED_WARN_CHARS.saturating_sub(joined.len())));
+        match message(&joined).filter(|(now, _)| *now > so_far) {
+            Some((now, whole)) => {
                 self.nccl_lines += 1;
-                cut = CutWarn { raw: joined, held, lines_left: cut.lines_left - 1, ..cut };
-                if held < whole && cut.lines_left > 0 {
-                    self.cut_warn = Some(cut);
-                } else {
-                    self.read_cut_warn(cut);
+                self.held_warn_text = joined;
+                held = HeldWarn { held: Some(now), lines_left: held.lines_left - 1, ..held };
+                match now < whole && held.lines_left > 0 {
+                    true => self.held_warn = Some(held),
+                    false => self.read_held_warn(held),
                 }
-                return true;
+                true
+            }
+            None => {
+                self.read_held_warn(held);
+                false
             }
         }
-        self.read_cut_warn(cut);
-        false
     }
 
-    /// The held WARN, read as one line at the line it began on.
-    fn read_cut_warn(&mut self, cut: CutWarn) {
-        let line = prefix::split(&cut.raw);
-        self.warning(&line, cut.line);
+    /// The held WARN, if any, read now.
+    fn read_held_warn_now(&mut self) {
+        if let Some(held) = self.held_warn.take() {
+            self.read_held_warn(held);
+        }
+    }
+
+    /// The held WARN, read as one line at the line it began on, its message
+    /// and source where they were when it was first read.
+    fn read_held_warn(&mut self, held: HeldWarn) {
+        let text = std::mem::take(&mut self.held_warn_text);
+        let mut line = prefix::split(&text);
+        line.level = Level::Warn;
+        line.message = text.get(held.message_at..).unwrap_or(line.message);
+        line.source = held.source_at.and_then(|(from, to)| text.get(from..to)).or(line.source);
+        self.warning(&line, held.line);
+        self.held_warn_text = text;
     }
 
     /// Reads a wrapped quote as far as it went (the log ended, or NCCL's own
@@ -842,6 +880,13 @@ fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
 /// The message of a WARN line that lost only its `host:pid:tid [dev]` prefix
 /// (`include/socket.h:344 WARN Socket creation failed : ...`, as a launcher or
 /// a paste keeps it): without NCCL's source location and level word.
+/// Where `part` (a slice of `text`) begins in `text`; `None` for a slice of
+/// anything else.
+fn offset_in(text: &str, part: &str) -> Option<usize> {
+    let at = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    (at + part.len() <= text.len() && text.is_char_boundary(at)).then_some(at)
+}
+
 fn without_source_and_level(text: &str) -> &str {
     // `file.cc:NN [NCCL] WARN message`, anywhere in the line: what comes before
     // may be a prefix NCCL's splitter does not know (`machine [0] ...` of a
