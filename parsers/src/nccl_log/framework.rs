@@ -84,10 +84,13 @@ pub fn recognise(text: &str) -> Option<Found<'_>> {
         let rest = &trimmed[at + XLA_LAST_WARNING.len()..];
         if let Some(open) = rest.find('\'') {
             let quoted = &rest[open + 1..];
-            return Some(match quoted.rfind('\'') {
-                Some(close) => Found::LastError(quoted[..close].trim()),
-                None => Found::QuoteOpen(quoted.trim()),
-            });
+            match quoted.rfind('\'') {
+                Some(close) if !quoted[..close].trim().is_empty() => {
+                    return Some(Found::LastError(quoted[..close].trim()));
+                }
+                Some(_) => {}
+                None => return Some(Found::QuoteOpen(quoted.trim())),
+            }
         }
     }
     let row = CATALOGUE.classify(Level::Framework, trimmed)?;
@@ -183,6 +186,17 @@ mod tests {
         let longer = "NCCL operation ncclCommInitRank(...) failed: unhandled system error. Last NCCL warning(error) log \
                       entry (may be unrelated) 'Call to connect returned Connection refused'.";
         assert_eq!(recognise(longer), Some(Found::LastError("Call to connect returned Connection refused")));
+        // The result XLA reports is a fact of its own beside the quote.
+        assert_eq!(
+            error_before_quote(longer),
+            Some("NCCL operation ncclCommInitRank(...) failed: unhandled system error.")
+        );
+        // Wrapped by the terminal after the quote opened (corpus 900): the rest is below.
+        let wrapped = "NCCL_DEBUG=INFO for details). Last NCCL warning(error) log entry (may be unrelated)  'Error ";
+        assert_eq!(recognise(wrapped), Some(Found::QuoteOpen("Error")));
+        // An empty quote says nothing: the line is read by the table alone.
+        let empty = "NCCL operation ncclGroupEnd() failed: internal error. Last NCCL warning(error) log entry ''";
+        assert!(matches!(recognise(empty), Some(Found::Error)), "{:?}", recognise(empty));
     }
 
     #[test]

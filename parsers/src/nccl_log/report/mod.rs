@@ -66,9 +66,9 @@ const MAX_EVIDENCE_CHARS: usize = 300;
 /// How far below a fatal signal its backtrace may name NCCL (gdb and UCX print
 /// a few dozen frames).
 const CRASH_FRAMES: u64 = 64;
-/// Lines below its first that a wrapped quote of NCCL's text may take: a
+/// Lines below its first that a wrapped quote or WARN of NCCL's text may take: a
 /// WARN's text is a few hundred characters, four terminal lines at most.
-const WRAPPED_QUOTE_LINES: u8 = 4;
+const WRAPPED_LINES: u8 = 4;
 /// A wrapped WARN joined from its lines is kept to this length.
 const MAX_WRAPPED_WARN_CHARS: usize = 2048;
 
@@ -411,7 +411,7 @@ impl LogParser {
             let source_at = line.source.and_then(|s| Some((offset_in(text, s)?, offset_in(text, s)? + s.len())));
             self.held_warn_text.clear();
             self.held_warn_text.push_str(text);
-            let lines_left = WRAPPED_QUOTE_LINES;
+            let lines_left = WRAPPED_LINES;
             self.held_warn = Some(HeldWarn { line: number, message_at, source_at, held: None, lines_left });
             return;
         }
@@ -540,8 +540,7 @@ impl LogParser {
             framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
             framework::Found::QuoteOpen(start) => {
                 let text = start.chars().take(MAX_EVIDENCE_CHARS).collect();
-                self.open_quote =
-                    Some(OpenQuote { text, lines_left: WRAPPED_QUOTE_LINES, line: self.line_number, rank });
+                self.open_quote = Some(OpenQuote { text, lines_left: WRAPPED_LINES, line: self.line_number, rank });
             }
             framework::Found::Error => self.add_framework_error(text.trim(), None, rank),
             // Watchdog lines are read as timeouts below, with their sequence
@@ -552,7 +551,7 @@ impl LogParser {
     }
 
     /// A line that continues a wrapped quote of NCCL's text: the quote ends at
-    /// its closing `'`, or after [`WRAPPED_QUOTE_LINES`] lines, and is then
+    /// its closing `'`, or after [`WRAPPED_LINES`] lines, and is then
     /// read whole, as if it had been printed on its first line. A line with
     /// something else to say (an NCCL prefix, another framework error) is not
     /// a continuation: the quote is read as far as it went.
@@ -966,18 +965,21 @@ mod tests {
         assert_eq!(without_source_and_level("socket.h:3a WARN x"), "socket.h:3a WARN x");
     }
 
+    /// The report of `text`, read line by line.
+    fn report_of(text: &str) -> NcclReport {
+        let mut parser = LogParser::new();
+        for (n, line) in text.lines().enumerate() {
+            parser.line(line, n as u64 + 1);
+        }
+        parser.finish()
+    }
+
     /// Hand-made: the bounds of a wrapped quote. One never closed is read as
     /// far as four more lines, cited at its first line and cut at the evidence
     /// length; an NCCL line ends it early (the real wrapped case is 900).
     #[test]
     fn a_wrapped_quote_is_bounded() {
-        let read = |text: &str| {
-            let mut parser = LogParser::new();
-            for (n, line) in text.lines().enumerate() {
-                parser.line(line, n as u64 + 1);
-            }
-            parser.finish().framework_errors
-        };
+        let read = |text: &str| report_of(text).framework_errors;
         let open = "E1 x.cc:1] NCCL operation ncclGroupEnd() failed: unhandled system error. Last NCCL warning(error) log entry (may be unrelated) 'Error";
         let long = "y".repeat(10_000);
         let errors = read(&format!("{open}\nwhile creating\n{long}\nmore\nand more\nnot part of it\n"));
@@ -995,13 +997,7 @@ mod tests {
     /// wrapped case is 965).
     #[test]
     fn a_wrapped_warn_takes_only_its_own_rest() {
-        let read = |text: &str| {
-            let mut parser = LogParser::new();
-            for (n, line) in text.lines().enumerate() {
-                parser.line(line, n as u64 + 1);
-            }
-            parser.finish().warnings
-        };
+        let read = |text: &str| report_of(text).warnings;
         let cut = "h:1:2 [0] net_ib.cc:1 NCCL WARN NET/IB: Got completion";
         let wrapped = read(&format!(
             "{cut}\nfrom peer 10.0.0.2<1> with status=IBV_WC_LOC_PROT_ERR(4)\nTraceback (most recent call last):\n"
