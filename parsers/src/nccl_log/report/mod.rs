@@ -408,7 +408,7 @@ impl LogParser {
             && text.len() <= MAX_WRAPPED_WARN_CHARS
             && let Some(message_at) = offset_in(text, line.message)
         {
-            let source_at = line.source.and_then(|s| Some((offset_in(text, s)?, offset_in(text, s)? + s.len())));
+            let source_at = line.source.and_then(|s| offset_in(text, s).map(|at| (at, at + s.len())));
             self.held_warn_text.clear();
             self.held_warn_text.push_str(text);
             let lines_left = WRAPPED_LINES;
@@ -557,14 +557,15 @@ impl LogParser {
     /// a continuation: the quote is read as far as it went.
     fn quote_goes_on(&mut self, text: &str) -> bool {
         let Some(mut quote) = self.open_quote.take() else { return false };
-        let continues = quote.lines_left > 0 && !text.is_empty() && framework::recognise(text).is_none();
+        // (An open quote always has lines left: one that ran out was read.)
+        let continues = !text.is_empty() && framework::recognise(text).is_none();
         if continues {
             self.nccl_lines += 1;
             let (part, closed) = text.rfind('\'').map_or((text, false), |close| (&text[..close], true));
             let room = MAX_EVIDENCE_CHARS.saturating_sub(quote.text.chars().count());
             quote.text.push(' ');
             quote.text.extend(part.trim().chars().take(room));
-            quote.lines_left -= 1;
+            quote.lines_left = quote.lines_left.saturating_sub(1);
             if !closed && quote.lines_left > 0 {
                 self.open_quote = Some(quote);
                 return true;
@@ -581,7 +582,8 @@ impl LogParser {
     fn warn_goes_on(&mut self, text: &str) -> bool {
         let Some(mut held) = self.held_warn.take() else { return false };
         let rest = text.trim();
-        if held.lines_left == 0 || rest.is_empty() || prefix::split(text).level != Level::Bare {
+        // (A held WARN always has lines left: one that ran out was read.)
+        if rest.is_empty() || prefix::split(text).level != Level::Bare {
             self.read_held_warn(held);
             return false;
         }
@@ -601,7 +603,7 @@ impl LogParser {
             Some((now, whole)) => {
                 self.nccl_lines += 1;
                 self.held_warn_text = joined;
-                held = HeldWarn { held: Some(now), lines_left: held.lines_left - 1, ..held };
+                held = HeldWarn { held: Some(now), lines_left: held.lines_left.saturating_sub(1), ..held };
                 match now < whole && held.lines_left > 0 {
                     true => self.held_warn = Some(held),
                     false => self.read_held_warn(held),
