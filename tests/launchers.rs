@@ -93,14 +93,15 @@ fn assert_met(stdout: &str, stderr: &str, world: u32, source: &str) -> Vec<(u32,
 
 /// A script each rank runs: `topo probe --check-rendezvous`, except the rank
 /// named by `$rank_var` = `victim`, which kills itself first. (A file, since
-/// torchrun reads `$$` in its arguments as an escaped `$`.)
-fn victim_script(rank_var: &str, victim: u32, timeout: u32, extra: &str) -> String {
-    let path = std::env::temp_dir().join(format!("topo-launcher-victim-{}-{rank_var}.sh", std::process::id()));
+/// torchrun reads `$$` in its arguments as an escaped `$`; removed when the
+/// returned path is dropped.)
+fn victim_script(rank_var: &str, victim: u32, timeout: u32, extra: &str) -> tempfile::TempPath {
     let text = format!(
         "if [ \"${rank_var}\" = \"{victim}\" ]; then kill -9 $$; fi\nexec \"{TOPO}\" probe --check-rendezvous --timeout {timeout} {extra}\n"
     );
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
+    let mut file = tempfile::Builder::new().prefix("topo-launcher-victim-").suffix(".sh").tempfile().unwrap();
+    std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+    file.into_temp_path()
 }
 
 fn mpirun(path: &Path, processes: u32) -> Command {
@@ -132,7 +133,8 @@ fn open_mpi_killed_peer_ends_every_process() {
     let Some(path) = launcher("mpirun", &[]) else { return };
     let master = format!("127.0.0.1:{}", free_port());
     let mut command = mpirun(&path, 3);
-    command.args(["sh", &victim_script("OMPI_COMM_WORLD_RANK", 2, 5, &format!("--master {master}"))]);
+    let script = victim_script("OMPI_COMM_WORLD_RANK", 2, 5, &format!("--master {master}"));
+    command.arg("sh").arg(&script);
     // Bounds leave room for a loaded 2-core CI machine: what is checked is
     // that the job ends by itself, well before the harness would kill it.
     let (code, out, err, took) = run_bounded(command, Duration::from_secs(120));
@@ -242,6 +244,7 @@ fn torchrun_killed_peer_ends_every_process() {
     let Some(path) = torchrun_path() else { return };
     let endpoint = format!("127.0.0.1:{}", free_port());
     let script = victim_script("RANK", 1, 5, "");
+    let script = script.to_str().unwrap();
     let command = torchrun(
         &path,
         &[
@@ -257,7 +260,7 @@ fn torchrun_killed_peer_ends_every_process() {
             "127.0.0.1",
             "--no-python",
             "sh",
-            &script,
+            script,
         ],
     );
     let (code, out, err, took) = run_bounded(command, Duration::from_secs(180));
@@ -268,9 +271,10 @@ fn torchrun_killed_peer_ends_every_process() {
 }
 
 /// A one-machine Slurm of its own (munged, slurmctld, slurmd) in a temporary
-/// directory, on free ports, addressed by 127.0.0.1; stopped when dropped.
+/// directory, on free ports, addressed by 127.0.0.1; stopped when dropped,
+/// and its directory removed after.
 struct Slurm {
-    dir: PathBuf,
+    dir: tempfile::TempDir,
     conf: PathBuf,
 }
 
@@ -284,7 +288,8 @@ impl Slurm {
             eprintln!("SKIPPED: a one-machine Slurm needs root (slurmd runs tasks as their user)");
             return None;
         }
-        let dir = std::env::temp_dir().join(format!("topo-slurm-{}", std::process::id()));
+        let temp = tempfile::Builder::new().prefix("topo-slurm-").tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
         for sub in ["state", "spool"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -333,7 +338,7 @@ impl Slurm {
             ),
         )
         .unwrap();
-        let slurm = Slurm { dir: dir.clone(), conf: conf.clone() };
+        let slurm = Slurm { dir: temp, conf: conf.clone() };
         assert!(Command::new(slurmctld).arg("-f").arg(&conf).status().unwrap().success(), "slurmctld");
         assert!(Command::new(slurmd).arg("-f").arg(&conf).args(["-N", &host]).status().unwrap().success(), "slurmd");
         let start = Instant::now();
@@ -361,7 +366,7 @@ impl Slurm {
 impl Drop for Slurm {
     fn drop(&mut self) {
         for daemon in ["slurmd", "slurmctld", "munged"] {
-            if let Ok(pid) = std::fs::read_to_string(self.dir.join(format!("{daemon}.pid"))) {
+            if let Ok(pid) = std::fs::read_to_string(self.dir.path().join(format!("{daemon}.pid"))) {
                 let _ = Command::new("kill").arg(pid.trim()).status();
             }
         }
@@ -385,14 +390,15 @@ fn slurm_srun_and_sbatch() {
 
     let master = format!("127.0.0.1:{}", free_port());
     let mut srun = slurm.command("srun");
-    srun.args(["-N1", "-n3", "sh", &victim_script("SLURM_PROCID", 2, 5, &format!("--master {master}"))]);
+    let script = victim_script("SLURM_PROCID", 2, 5, &format!("--master {master}"));
+    srun.args(["-N1", "-n3", "sh"]).arg(&script);
     let (code, out, err, took) = run_bounded(srun, Duration::from_secs(120));
     assert!(took < Duration::from_secs(60), "took {took:?}\n{out}\n{err}");
     assert!(code.is_some_and(|c| c != 0), "{code:?}\n{out}\n{err}");
     assert!(err.contains("rank 2 never connected"), "{out}\n{err}");
 
-    let script = slurm.dir.join("batch.sh");
-    let output = slurm.dir.join("batch.out");
+    let script = slurm.dir.path().join("batch.sh");
+    let output = slurm.dir.path().join("batch.out");
     std::fs::write(
         &script,
         format!("#!/bin/sh\n\"{TOPO}\" probe --check-rendezvous --timeout 20 2>&1\necho \"exit=$?\"\n"),

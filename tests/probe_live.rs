@@ -20,11 +20,13 @@ use std::sync::OnceLock;
 const ASUS: &str = "tests/fixtures/sysfs/asus-esc8000a-e12";
 const ASUS_GPUS: &str = "0000:01:00.0,0000:41:00.0,0000:c1:00.0,0000:e1:00.0";
 
-/// Builds the stand-in libraries once per test run.
+/// Builds the stand-in libraries once per test run, under Cargo's target tmp
+/// dir (a static is never dropped, so a temporary directory would stay behind
+/// in the machine's /tmp at every run).
 fn fake_libraries() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("topo-fake-gpu-{}", std::process::id()));
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fake-gpu-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         stand_in_gpu::build_into(&dir);
         let _ = std::os::unix::fs::symlink("libcuda.so.1", dir.join("libcuda.so"));

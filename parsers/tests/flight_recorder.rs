@@ -1,7 +1,7 @@
 //! The Flight Recorder reader and analysis on real PyTorch 2.15 dumps
 //! (tests/fixtures/flight-recorder, made by make-dumps.py: see SOURCES.md).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use topo_model::flight_recorder::JobReport;
 use topo_parsers::flight_recorder::{analyse, read_file};
@@ -154,6 +154,7 @@ fn handmade_older_format_fields_read_the_same() {
             (path.display().to_string(), read_file(&path))
         })
         .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
     let g = &analyse(dumps, &[]).groups[0];
     assert_eq!(g.frontier, Some(6));
     assert_eq!(g.verdict.behind, vec![2]);
@@ -161,8 +162,10 @@ fn handmade_older_format_fields_read_the_same() {
     assert!(g.verdict.mismatches.is_empty(), "the send is not compared with the all_reduce: {:?}", g.verdict);
 }
 
+/// A directory of this test binary's own under Cargo's target tmp dir (the
+/// machine's /tmp is not the tests' to fill).
 fn tempfile_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("topo-fr-old-{}", std::process::id()));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fr-old-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
