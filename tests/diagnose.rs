@@ -575,6 +575,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // experiments (970).
         ("963-", "resource-exhausted"),
         ("970-", "net-plugin-failure"),
+        // Batches AM-AQ. Five init lines of a hang: the two communicators'
+        // reversed order is the maintainer's reading of collective logs the
+        // excerpt does not hold (1003).
+        ("1003-", "collective-mismatch"),
     ];
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
@@ -658,7 +662,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 258, "{causes} established causes");
+    assert!(causes >= 263, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
@@ -840,4 +844,46 @@ fn pasted_shapes_of_other_frameworks_and_old_releases() {
     assert!(gdr.evidence[0].text.contains("status=IBV_WC_LOC_PROT_ERR(4)"), "{:?}", gdr.evidence);
     // `Cuda failure 800 'operation not permitted'` from P2P: the IMEX channel (968).
     assert!(codes(codes_of("968-")).contains(&"nvlink-fabric-failure".to_string()));
+}
+
+/// What batches AM-AQ (real logs of the fifth session, 981-1069) taught, held
+/// on those logs and on older ones the same rules now read.
+#[test]
+fn watchdogs_anywhere_ranks_out_of_step_and_interleaved_workers() {
+    let found = |prefix: &str| -> Vec<Finding> { findings(&[log(prefix).to_str().unwrap(), "--log-only"]) };
+    let codes = |prefix: &str| found(prefix).into_iter().map(|f| f.code).collect::<Vec<_>>();
+    // The watchdog's timeout after `what():` (std::terminate's words) is a
+    // timeout, not an unread line: the log had been silent (984).
+    assert!(codes("984-").contains(&"collective-timeout".to_string()));
+    // Watchdog timeouts of ranks stopped in different collectives: out of
+    // step (986: BROADCAST vs _ALLGATHER_BASE; 989: #1516 vs #1517; 788: same
+    // sequence number, BROADCAST vs ALLREDUCE).
+    for prefix in ["986-", "989-", "788-"] {
+        let mismatch = found(prefix).into_iter().find(|f| f.code == "collective-mismatch");
+        let mismatch = mismatch.unwrap_or_else(|| panic!("{prefix}: no collective-mismatch"));
+        assert!(mismatch.evidence[0].text.contains("stopped in different collectives"), "{:?}", mismatch.evidence);
+    }
+    // Timeouts all in one collective are not out of step (983, 985).
+    for prefix in ["983-", "985-"] {
+        assert!(!codes(prefix).contains(&"collective-mismatch".to_string()), "{prefix}");
+    }
+    // vLLM's two workers interleave their lines: NCCL's text after `Last
+    // error:` is the next line of the same worker (987).
+    let shm = found("987-").into_iter().find(|f| f.code == "shm-too-small").expect("shm-too-small");
+    assert!(shm.evidence[0].text.starts_with("Error while creating shared memory segment"), "{:?}", shm.evidence);
+    // 2.29's `Got CQE with error` is a work completion's error (1030); the
+    // proxy service thread's accept failing is the proxy's (1000); 2.4's
+    // `Mismatched collective detected` names its class (690, 1060).
+    assert!(codes("1030-").contains(&"ib-completion-error".to_string()));
+    assert!(codes("1000-").contains(&"proxy-failure".to_string()));
+    assert!(codes("690-").contains(&"collective-mismatch".to_string()));
+    assert!(codes("1060-").contains(&"collective-mismatch".to_string()));
+    // A trail with no WARN: the place it names leads, NCCL's `-> 3` verdict
+    // is context (1040, 642).
+    for prefix in ["1040-", "642-"] {
+        let all = found(prefix);
+        assert_eq!(all[0].code, "topology-detection-failure", "{prefix}");
+        let verdict = all.iter().find(|f| f.code == "internal-error").expect("internal-error");
+        assert_eq!(verdict.severity, Severity::Info, "{prefix}");
+    }
 }

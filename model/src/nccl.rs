@@ -103,6 +103,10 @@ pub struct NcclReport {
 pub struct CollectiveTimeout {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u32>,
+    /// The process group's id where the line names it (PyTorch 2.2+):
+    /// sequence numbers count per group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pg: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
     pub op: String,

@@ -179,12 +179,12 @@ pub(super) fn collective_mismatch(inputs: &Inputs) -> Option<Finding> {
         for (p, kind) in &calls {
             let who = format!("{}:{}", p.host.as_deref().unwrap_or("?"), p.pid.map_or("?".into(), |x| x.to_string()));
             kinds.entry(*kind).or_default().push(who);
-            hosts.extend(p.host.clone());
-            ranks.extend(p.rank);
         }
         if kinds.len() < 2 {
             continue;
         }
+        hosts.extend(calls.iter().filter_map(|(p, _)| p.host.clone()));
+        ranks.extend(calls.iter().filter_map(|(p, _)| p.rank));
         let parts: Vec<String> = kinds
             .iter()
             .map(|((op, count, datatype), who)| {
@@ -196,11 +196,14 @@ pub(super) fn collective_mismatch(inputs: &Inputs) -> Option<Finding> {
             format!("opCount {op_count:#x} in {nranks}-rank communicators: {}", parts.join(" vs ")),
         ));
     }
+    let (out_of_step, stopped) = timeouts_out_of_step(&inputs.report.timeouts);
+    evidence.extend(out_of_step);
+    ranks.extend(stopped);
     (!evidence.is_empty()).then(|| {
         Finding::new(
             "collective-mismatch",
             Severity::Error,
-            "Ranks issued different collectives at the same point".into(),
+            "Ranks are out of step: they issued different collectives".into(),
             evidence,
             "Every rank of a communicator must issue the same collectives in the same order with the same count and \
              datatype; here they did not, so the ranks wait for each other forever (or exchange garbage).",
@@ -209,6 +212,69 @@ pub(super) fn collective_mismatch(inputs: &Inputs) -> Option<Finding> {
         )
         .on(hosts, ranks)
     })
+}
+
+/// Sequence numbers of one process group's watchdog timeouts this close
+/// together are read as one group's even where the lines do not name it
+/// (PyTorch before 2.2): different groups' counters seldom sit this close past
+/// the first steps.
+const SAME_GROUP_WINDOW: u64 = 8;
+/// Below this sequence number, unnamed groups' counters may coincide.
+const PAST_FIRST_STEPS: u64 = 16;
+
+/// Watchdog timeouts whose ranks stopped in different collectives of one
+/// process group (`rank 0 in _ALLGATHER_BASE #532341, ranks 1, 2 in BROADCAST
+/// #532339`): every rank of a group issues the same collectives in the same
+/// order, so ranks waiting in different ones are out of step. Groups are
+/// those the lines name; lines that name none are compared only when their
+/// sequence numbers are close and past the first steps.
+fn timeouts_out_of_step(timeouts: &[topo_model::nccl::CollectiveTimeout]) -> (Vec<Evidence>, Vec<u32>) {
+    let mut groups: BTreeMap<Option<&str>, Vec<&topo_model::nccl::CollectiveTimeout>> = BTreeMap::new();
+    for t in timeouts.iter().filter(|t| t.rank.is_some() && t.seq.is_some()) {
+        groups.entry(t.pg.as_deref()).or_default().push(t);
+    }
+    let (mut evidence, mut ranks) = (Vec::new(), Vec::new());
+    for (pg, group) in groups {
+        let seqs = group.iter().filter_map(|t| t.seq);
+        let (low, high) = (seqs.clone().min().unwrap_or(0), seqs.max().unwrap_or(0));
+        if pg.is_none() && (high - low > SAME_GROUP_WINDOW || low < PAST_FIRST_STEPS) {
+            continue;
+        }
+        let mut stops: BTreeMap<(u64, &str), BTreeSet<u32>> = BTreeMap::new();
+        for t in &group {
+            stops.entry((t.seq.unwrap_or(0), t.op.as_str())).or_default().extend(t.rank);
+        }
+        if stops.len() < 2 {
+            continue;
+        }
+        let parts: Vec<String> = stops
+            .iter()
+            .map(|((seq, op), who)| {
+                let who: Vec<String> = who.iter().map(u32::to_string).collect();
+                let noun = if who.len() == 1 { "rank" } else { "ranks" };
+                format!("{noun} {} in {op} #{seq}", who.join(", "))
+            })
+            .collect();
+        let group = pg.map_or("one process group".to_string(), |id| format!("process group {id}"));
+        let first = group_first_line(&stops, timeouts);
+        evidence.push(Evidence {
+            at: first,
+            text: format!("watchdog timeouts of {group} stopped in different collectives: {}", parts.join("; ")),
+        });
+        ranks.extend(stops.values().flatten().copied());
+    }
+    (evidence, ranks)
+}
+
+/// Where the first of a group's timeouts was printed.
+fn group_first_line(
+    stops: &BTreeMap<(u64, &str), BTreeSet<u32>>,
+    timeouts: &[topo_model::nccl::CollectiveTimeout],
+) -> String {
+    timeouts
+        .iter()
+        .find(|t| stops.keys().any(|(seq, op)| t.seq == Some(*seq) && t.op == *op))
+        .map_or_else(|| "watchdog".to_string(), |t| format!("{}:{}", t.file, t.line))
 }
 
 /// `ncclDataType_t` names.

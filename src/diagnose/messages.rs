@@ -230,6 +230,15 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
         let trail = trail_only(report);
         let cause = trail.as_ref().map(|f| f.code.clone());
         out.extend(trail);
+        // NCCL's verdict in the result code (`-> 3`, an internal error) beside
+        // the place the trail names: context, the place is the cause.
+        for class in verdicts_of_trail(report) {
+            if !out.iter().any(|f| f.code == class) {
+                let evidence: Vec<Evidence> = trail_summary(report).into_iter().collect();
+                let severity = if cause.is_some() { Severity::Info } else { Severity::Error };
+                out.push(finding_for(class, severity, evidence, false));
+            }
+        }
         return (out, cause);
     }
     let mut cause = causal.filter(|_| fatal);

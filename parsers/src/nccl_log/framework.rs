@@ -24,14 +24,17 @@ pub enum Found<'a> {
 }
 
 /// Words one of which every framework row's line contains: a cheap gate
-/// before the table is consulted (these lines are rare, application output is not).
+/// before the table is consulted (these lines are rare, application output is not;
+/// a test holds every framework row of the table to it).
 /// `Nccl` is PaddlePaddle's spelling (`Nccl error, unhandled cuda error`).
 /// `libfabric:`, `libibverbs:` and `mlx5:` begin those libraries' own log
-/// lines, which users paste beside NCCL's; `Test CUDA failure` is nccl-tests' own check, and
+/// lines, which users paste beside NCCL's (`fi_getinfo:` the libfabric text without its prefix); `Test CUDA failure` is nccl-tests' own check, and
 /// `CUDA error:` / `Cuda error` a framework's, whose CUDA error text can name the cause (the
-/// fabric manager's `system not yet initialized`); `c10d` and
-/// `DistNetworkError` are PyTorch's rendezvous store failing before NCCL starts.
-const GATE: [&str; 15] = [
+/// fabric manager's `system not yet initialized`); `c10d`, `DistNetworkError` and the
+/// store's words are PyTorch's rendezvous failing before NCCL starts. The rest say why a
+/// rank died: the kernel's and the scheduler's out-of-memory kills, a launcher's
+/// SIGKILL, the GPU driver's Xid reports, CUDA errors by their enum names.
+const GATE: [&str; 38] = [
     "NCCL",
     "nccl",
     "Nccl",
@@ -40,6 +43,7 @@ const GATE: [&str; 15] = [
     "Last error",
     "DistBackend",
     "libfabric:",
+    "fi_getinfo:",
     "libibverbs:",
     "mlx5:",
     "c10d",
@@ -47,6 +51,28 @@ const GATE: [&str; 15] = [
     "Test CUDA failure",
     "CUDA error:",
     "Cuda error",
+    "Out of memory",
+    "Memory cgroup",
+    "oom_kill",
+    "oom-kill",
+    "Out Of Memory",
+    "OOMKilled",
+    "OutOfMemoryError",
+    "SIGKILL",
+    "signal 9",
+    "return code = -9",
+    "waiting for clients",
+    "store based barrier",
+    "RendezvousTimeoutError",
+    "server socket",
+    "Connection was likely closed",
+    "Heartbeat monitor",
+    "dump signal",
+    "Xid",
+    "fallen off the bus",
+    "NVML",
+    "CUDA_ERROR_",
+    "cudaError",
 ];
 
 /// How a fatal signal is reported: libc's `Bus error (core dumped)`, UCX's and
@@ -167,6 +193,55 @@ const MAX_TAGS: usize = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn why_a_rank_died_in_the_words_of_host_launcher_and_driver() {
+        // As these programs print them (Slurm's and torchelastic's lines as seen in public
+        // logs; the kernel's, Open MPI's, the driver's and PyTorch's from their sources).
+        let lines = [
+            (
+                "[Tue Nov 25 10:00:00 2026] Out of memory: Killed process 12345 (python) total-vm:1kB",
+                "resource-exhausted",
+            ),
+            (
+                "[2026-09-14T17:14:38.784] error: Detected 1 oom_kill event in StepId=22035606.1. Some of the step tasks have been OOM Killed.",
+                "resource-exhausted",
+            ),
+            ("srun: error: ana: task 0: Out Of Memory", "resource-exhausted"),
+            ("  traceback : Signal 9 (SIGKILL) received by PID 56213", "peer-lost"),
+            ("mpirun noticed that process rank 1 with PID 0 on node node2 exited on signal 9 (Killed).", "peer-lost"),
+            (
+                "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.",
+                "bootstrap-connect-failure",
+            ),
+            (
+                "RuntimeError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote side exit?",
+                "peer-lost",
+            ),
+            ("NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.", "cuda-error"),
+            (
+                "NVRM: Xid (PCI:0000:18:00): 74, pid=1234, name=python, NVLink: fatal error detected on link 11(0x0, 0x0)",
+                "nvlink-fabric-failure",
+            ),
+            ("Failed to initialize NVML: Driver/library version mismatch", "version-mismatch"),
+            (
+                "XlaRuntimeError: INTERNAL: CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered",
+                "cuda-error",
+            ),
+            ("ImportError: /opt/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommRegister", "version-mismatch"),
+            (
+                "[PG ID 0 PG GUID 0(default_pg) Rank 1] Heartbeat monitor timed out! Process will be terminated",
+                "collective-timeout",
+            ),
+        ];
+        for (line, class) in lines {
+            assert!(recognise(line).is_some(), "not recognised: {line}");
+            let row = CATALOGUE.classify(super::super::catalogue::Level::Framework, without_rank_tag(line));
+            assert_eq!(row.map(|m| m.row.class), Some(class), "{line}");
+        }
+        // Words that only look alike stay out.
+        assert_eq!(recognise("loaded 9 (SIGKILL-safe) handlers; out of memory budget: 0"), None);
+    }
 
     #[test]
     fn launcher_tags_are_read_a_few_deep() {

@@ -24,10 +24,11 @@ pub enum Event<'a> {
     /// plugin NAME (vN)`, a plugin's own `Plugin Path : ...`), or none (`Using
     /// internal network plugin`, `No plugin found ... using internal implementation`).
     NetPlugin(Option<&'a str>),
-    /// aws-ofi-nccl: `NET/OFI Selected Provider is efa (found 16 nics)`.
+    /// aws-ofi-nccl: `NET/OFI Selected Provider is efa (found 16 nics)`; the
+    /// count is absent from older releases' line.
     OfiProvider {
         provider: &'a str,
-        nics: u32,
+        nics: Option<u32>,
     },
     Bootstrap(Vec<&'a str>),
     /// 2.2/2.3 `NET : Using interface eth0:10.0.0.1<0>`: bootstrap's interface
@@ -84,6 +85,9 @@ pub enum Event<'a> {
     /// OpType=ALLREDUCE, ... Timeout(ms)=600000) ran for 600020 milliseconds before timing out.`
     WatchdogTimeout {
         rank: Option<u32>,
+        /// The process group (`[PG ID 1 PG GUID 1(tp) Rank 0]`, `[PG 1 Rank 0]`),
+        /// where PyTorch 2.2+ prints it: sequence numbers count per group.
+        pg: Option<&'a str>,
         seq: Option<u64>,
         op: &'a str,
         timeout_ms: Option<u64>,
@@ -194,8 +198,10 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
 }
 
 /// PyTorch ProcessGroupNCCL watchdog lines (after the `[rankN]:` tag): the
-/// timeout itself, and the progress line that says which work completed last.
-fn watchdog(message: &str) -> Option<Event<'_>> {
+/// timeout itself, and the progress line that says which work completed last,
+/// wherever in the line they stand (`what():  [Rank 7] Watchdog caught ...`
+/// after `std::terminate`).
+pub fn watchdog(message: &str) -> Option<Event<'_>> {
     // `[Rank 1]` or `[PG ID 0 PG GUID 0(default_pg) Rank 1]` before the text.
     let rank_before = |end: usize| {
         let head = &message[..end];
@@ -206,11 +212,20 @@ fn watchdog(message: &str) -> Option<Event<'_>> {
         let start = text.find(key)? + key.len();
         text[start..].split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
     };
+    // `PG ID 1 PG GUID 1(tp)`, `PG 1 (default_pg)` or `PG 1` before ` Rank `.
+    let pg_before = |end: usize| {
+        let head = &message[..end];
+        let at = head.rfind("[PG ")?;
+        let id = head[at + 4..].strip_prefix("ID ").unwrap_or(&head[at + 4..]);
+        let id = id.split([' ', '(', ']']).next()?;
+        (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
+    };
     if let Some(at) = message.find("Watchdog caught collective operation timeout") {
         let work = &message[at..];
         let op = work.find("OpType=").map_or("", |i| work[i + 7..].split([',', ')']).next().unwrap_or(""));
         return Some(Event::WatchdogTimeout {
             rank: rank_before(at),
+            pg: pg_before(at),
             seq: after(work, "SeqNum="),
             op,
             timeout_ms: after(work, "Timeout(ms)="),
@@ -434,9 +449,10 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
         .strip_prefix("NET/OFI Selected Provider is ")
         .or_else(|| message.strip_prefix("NET/OFI Selected provider is "))
     {
-        // `efa (found 16 nics)` / `efa, fabric is efa-direct (found 16 nics)`.
-        let provider = rest.split([' ', ',']).next()?;
-        let nics: u32 = field(rest, "(found ").and_then(num)?;
+        // `efa (found 16 nics)` / `efa, fabric is efa-direct (found 16 nics)`;
+        // releases before the count print the provider alone.
+        let provider = rest.split([' ', ',']).next().filter(|p| !p.is_empty())?;
+        let nics: Option<u32> = field(rest, "(found ").and_then(num);
         return Some(Event::OfiProvider { provider, nics });
     }
     if message.starts_with("NET/") && message.contains("GPU Direct RDMA") {

@@ -290,6 +290,13 @@ pub(crate) fn after_ray_tag(line: &str) -> Option<&str> {
     line[..end].contains("pid=").then(|| line[end + 2..].trim_start())
 }
 
+/// The launcher's tags before a line's text (`(VllmWorkerProcess pid=3985) `,
+/// `[rank1]:`): who printed it, when many processes share one output.
+pub(crate) fn launcher_tag(line: &str) -> &str {
+    let line = line.trim_start();
+    line[..line.len() - strip_launcher_tag(line).len()].trim_end()
+}
+
 /// Ray's actor tag comes first; a launcher's rank tag may follow it
 /// (`(...) [rank1]:`).
 fn strip_launcher_tag(line: &str) -> &str {

@@ -54,6 +54,7 @@ impl LogParser {
                 push_unique(&mut self.network.socket_interfaces, name);
             }
             Event::SocketInterfaces(interfaces) => {
+                self.socket_transport_started = true;
                 interfaces.into_iter().for_each(|d| push_unique(&mut self.network.socket_interfaces, d))
             }
             Event::NetPlugin(plugin) => {
@@ -68,10 +69,11 @@ impl LogParser {
                 self.first_line("net-ib-not-found".to_string(), line.message);
                 self.network.ib_not_found = true
             }
-            Event::OfiProvider { provider, nics } => {
+            Event::OfiProvider { provider, nics: Some(nics) } => {
                 let plural = if nics == 1 { "" } else { "s" };
                 push_unique(&mut self.network.devices, &format!("{provider} ({nics} nic{plural})"));
             }
+            Event::OfiProvider { provider, nics: None } => push_unique(&mut self.network.devices, provider),
             Event::Bootstrap(interfaces) => {
                 for interface in interfaces {
                     self.first_line(format!("bootstrap/{interface}"), line.message);
@@ -139,11 +141,12 @@ impl LogParser {
                     comm.graphs.push(graph);
                 }
             }
-            Event::WatchdogTimeout { rank, seq, op, timeout_ms, ran_ms } => {
+            Event::WatchdogTimeout { rank, pg, seq, op, timeout_ms, ran_ms } => {
                 let known = self.timeouts.iter().any(|t| t.rank == rank && t.seq == seq);
                 if !known && self.timeouts.len() < MAX_TIMEOUTS {
                     self.timeouts.push(CollectiveTimeout {
                         rank,
+                        pg: pg.map(str::to_string),
                         seq,
                         op: op.to_string(),
                         timeout_ms,

@@ -9,6 +9,7 @@ impl LogParser {
         self.close_quote();
         self.read_held_warn_now();
         let verbs_missing = self.verbs_missing;
+        let socket_started = self.socket_transport_started;
         let host_lines: HashMap<String, u64> = self
             .hosts
             .iter()
@@ -216,7 +217,10 @@ impl LogParser {
             // So does a libibverbs that would not load, once the socket
             // transport listed its interfaces (2.4 printed no `Using network`).
             let no_verbs = verbs_missing && !report.network.socket_interfaces.is_empty();
-            let from_no_ib = (report.network.ib_not_found || no_verbs).then_some("Socket");
+            // The socket transport listed its interfaces: NCCL starts it only
+            // when nothing before it could carry the traffic (2.4 -> 2.30's
+            // ncclNetInit stops at the first usable network).
+            let from_no_ib = (report.network.ib_not_found || no_verbs || socket_started).then_some("Socket");
             report.network.used.extend(from_source.or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
         }
         if report.network.devices.is_empty() {

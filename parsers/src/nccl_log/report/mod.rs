@@ -50,6 +50,28 @@ type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<Fnv>>;
 /// Calls, size histogram (by power-of-two bucket) and total bytes of one collective.
 type CollectiveAccumulator = (u64, [u64; 65], u64);
 
+/// Lines of other processes allowed between `Last error:` and its text.
+const LAST_ERROR_WAIT: u8 = 8;
+
+/// The text of the line after `Last error:` without the logger's prefix it
+/// repeats (`ERROR 01-15 02:47:32 multiproc_worker_utils.py:226]`), whose
+/// time may have moved on: cut after the prefix's last word where the line
+/// begins with its first.
+fn without_logger_prefix<'a>(line: &'a str, prefix: &str) -> &'a str {
+    if let Some(rest) = line.strip_prefix(prefix) {
+        return rest.trim();
+    }
+    let mut words = prefix.split_whitespace();
+    if let (Some(first), Some(last)) = (words.next(), prefix.split_whitespace().last())
+        && prefix.split_whitespace().count() > 1
+        && line.starts_with(first)
+        && let Some(at) = line.find(last)
+    {
+        return line[at + last.len()..].trim();
+    }
+    line
+}
+
 /// Caps on distinct entries; past them, facts are counted but not kept.
 const MAX_COMMUNICATORS: usize = 4096;
 /// Paths of NCCL's topology dump kept (per host, GPU to GPU and to NICs).
@@ -165,6 +187,11 @@ pub struct LogParser {
     last_error_pending: bool,
     /// What stood before `Last error:` on its line (a logger's prefix).
     last_error_prefix: String,
+    /// The launcher's tag of the `Last error:` line: with several processes
+    /// writing one output, NCCL's text is the next line with the same tag.
+    last_error_speaker: String,
+    /// Other processes' lines still allowed before that one.
+    last_error_wait: u8,
     /// An XLA quote of NCCL's text wrapped over lines, until it closes.
     open_quote: Option<OpenQuote>,
     /// The last WARN line until the next line is read (see [`HeldWarn`]).
@@ -175,6 +202,10 @@ pub struct LogParser {
     /// NCCL could not load libibverbs (`Failed to open libibverbs.so[.1]`: a
     /// WARN up to 2.11, an INFO line since): its IB transport has no devices.
     verbs_missing: bool,
+    /// The socket transport listed its interfaces (`NET/Socket : Using
+    /// [0]eth0:...`): NCCL starts it only when no network before it (a plugin,
+    /// IB) could be used, or NCCL_NET named it.
+    socket_transport_started: bool,
     /// The last fatal signal's line (number, text), until a backtrace frame in
     /// NCCL makes it NCCL's crash or [`CRASH_FRAMES`] lines pass.
     crash: Option<(u64, String)>,
@@ -504,13 +535,20 @@ impl LogParser {
         if self.open_quote.is_some() && self.quote_goes_on(text.trim()) {
             return true;
         }
-        if std::mem::take(&mut self.last_error_pending) && !text.trim().is_empty() {
-            self.nccl_lines += 1;
-            // The logger's prefix of the `Last error:` line repeats on this one.
-            let prefix = std::mem::take(&mut self.last_error_prefix);
-            let detail = text.trim().strip_prefix(prefix.as_str()).unwrap_or(text.trim()).trim();
-            self.add_framework_error(framework::without_rank_tag(detail), Some("Last error"), rank);
-            return true;
+        if self.last_error_pending && !text.trim().is_empty() {
+            // Another process's line between (vLLM's workers write one output):
+            // not the text, which is the next line of the same process.
+            if prefix::launcher_tag(raw) != self.last_error_speaker {
+                self.last_error_wait = self.last_error_wait.saturating_sub(1);
+                self.last_error_pending = self.last_error_wait > 0;
+            } else {
+                self.last_error_pending = false;
+                self.nccl_lines += 1;
+                let prefix = std::mem::take(&mut self.last_error_prefix);
+                let detail = without_logger_prefix(text.trim(), &prefix);
+                self.add_framework_error(framework::without_rank_tag(detail), Some("Last error"), rank);
+                return true;
+            }
         }
         if framework::crash_signal(text) {
             self.crash = Some((self.line_number, text.trim().chars().take(MAX_EVIDENCE_CHARS).collect()));
@@ -536,6 +574,8 @@ impl LogParser {
                 self.last_error_pending = true;
                 let before = text.trim().find("Last error:").map_or("", |at| text.trim()[..at].trim_end());
                 self.last_error_prefix = before.chars().take(256).collect();
+                self.last_error_speaker = prefix::launcher_tag(raw).chars().take(256).collect();
+                self.last_error_wait = LAST_ERROR_WAIT;
             }
             framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
             framework::Found::QuoteOpen(start) => {
@@ -543,9 +583,20 @@ impl LogParser {
                 self.open_quote = Some(OpenQuote { text, lines_left: WRAPPED_LINES, line: self.line_number, rank });
             }
             framework::Found::Error => self.add_framework_error(text.trim(), None, rank),
-            // Watchdog lines are read as timeouts below, with their sequence
-            // numbers and limits: the timeout rule cites them.
-            framework::Found::Watchdog => return false,
+            // Watchdog lines are read as timeouts, with their sequence numbers
+            // and limits (the timeout rule cites them), wherever the line puts
+            // them; a watchdog line that is no timeout (`watchdog thread
+            // terminated with exception: NCCL error ...`) is the framework's error.
+            framework::Found::Watchdog => match message::watchdog(text) {
+                // Progress with no timeout of its rank before it (`Exception (either
+                // an error or timeout) detected by watchdog at work`) is the failure
+                // itself: the error that came with it is on another line or lost.
+                Some(Event::WatchdogProgress { rank: of, .. }) if !self.timeouts.iter().any(|t| t.rank == of) => {
+                    self.add_framework_error(text.trim(), None, rank)
+                }
+                Some(event) => self.event(line, event),
+                None => self.add_framework_error(text.trim(), None, rank),
+            },
         }
         true
     }
