@@ -24,8 +24,9 @@ pub enum Found<'a> {
 }
 
 /// Words one of which every framework row's line contains: a cheap gate
-/// before the table is consulted (these lines are rare, application output is not;
-/// a test holds every framework row of the table to it).
+/// before the table is consulted (these lines are rare, application output is not).
+/// A row whose words stand alone in a line (the host's, the launcher's, the driver's)
+/// needs one of its own here; a test reads such lines as their programs print them.
 /// `Nccl` is PaddlePaddle's spelling (`Nccl error, unhandled cuda error`).
 /// `libfabric:`, `libibverbs:` and `mlx5:` begin those libraries' own log
 /// lines, which users paste beside NCCL's (`fi_getinfo:` the libfabric text without its prefix); `Test CUDA failure` is nccl-tests' own check, and

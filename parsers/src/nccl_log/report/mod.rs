@@ -61,9 +61,8 @@ fn without_logger_prefix<'a>(line: &'a str, prefix: &str) -> &'a str {
     if let Some(rest) = line.strip_prefix(prefix) {
         return rest.trim();
     }
-    let mut words = prefix.split_whitespace();
-    if let (Some(first), Some(last)) = (words.next(), prefix.split_whitespace().last())
-        && prefix.split_whitespace().count() > 1
+    let words: Vec<&str> = prefix.split_whitespace().collect();
+    if let [first, .., last] = words[..]
         && line.starts_with(first)
         && let Some(at) = line.find(last)
     {
@@ -594,7 +593,7 @@ impl LogParser {
                 Some(Event::WatchdogProgress { rank: of, .. }) if !self.timeouts.iter().any(|t| t.rank == of) => {
                     self.add_framework_error(text.trim(), None, rank)
                 }
-                Some(event) => self.event(line, event),
+                Some(event) => self.watchdog(event),
                 None => self.add_framework_error(text.trim(), None, rank),
             },
         }
