@@ -92,6 +92,9 @@ const CRASH_FRAMES: u64 = 64;
 const WRAPPED_LINES: u8 = 4;
 /// A wrapped WARN joined from its lines is kept to this length.
 const MAX_WRAPPED_WARN_CHARS: usize = 2048;
+/// Held WARN texts whose table row is remembered, and the longest remembered.
+const MAX_HELD_ROWS: usize = 512;
+const MAX_HELD_ROW_TEXT: usize = 512;
 
 /// The last WARN line, held until the next line says whether it goes on
 /// there (a paste hard-wrapped at the terminal's width), and the continuation
@@ -198,6 +201,11 @@ pub struct LogParser {
     /// The held WARN's line, prefix and all, and any continuations after a
     /// space: one buffer, reused, so holding costs no allocation per WARN.
     held_warn_text: String,
+    /// How much of its table row each held WARN text holds, by text: a log
+    /// repeats its WARNs (every rank, every retry), and a bare line after
+    /// each one would otherwise hold it against the whole WARN table again
+    /// (a log of WARNs each followed by a traceback line read at 26 MB/s).
+    held_rows: HashMap<String, Option<(usize, usize)>>,
     /// NCCL could not load libibverbs (`Failed to open libibverbs.so[.1]`: a
     /// WARN up to 2.11, an INFO line since): its IB transport has no devices.
     verbs_missing: bool,
@@ -640,7 +648,7 @@ impl LogParser {
         let message = |raw: &str| CATALOGUE.warn_held(raw.get(held.message_at..).unwrap_or(""));
         let so_far = match held.held {
             Some(so_far) => Some(so_far),
-            None => message(&self.held_warn_text).filter(|(held, whole)| held < whole).map(|(held, _)| held),
+            None => self.held_row(held.message_at).filter(|(held, whole)| held < whole).map(|(held, _)| held),
         };
         let Some(so_far) = so_far else {
             self.read_held_warn(held);
@@ -665,6 +673,22 @@ impl LogParser {
                 false
             }
         }
+    }
+
+    /// How much of its table row the held WARN's text holds (see
+    /// `Catalogue::warn_held`), remembered for texts seen before.
+    fn held_row(&mut self, message_at: usize) -> Option<(usize, usize)> {
+        let message = self.held_warn_text.get(message_at..).unwrap_or("");
+        if let Some(known) = self.held_rows.get(message) {
+            return *known;
+        }
+        let found = CATALOGUE.warn_held(message);
+        // Bounded: a few hundred short texts (a hostile log of distinct WARNs
+        // is read as before, without the memory).
+        if self.held_rows.len() < MAX_HELD_ROWS && message.len() <= MAX_HELD_ROW_TEXT {
+            self.held_rows.insert(message.to_string(), found);
+        }
+        found
     }
 
     /// The held WARN, if any, read now.
@@ -1029,6 +1053,32 @@ mod tests {
     /// Hand-made: the bounds of a wrapped quote. One never closed is read as
     /// far as four more lines, cited at its first line and cut at the evidence
     /// length; an NCCL line ends it early (the real wrapped case is 900).
+    /// Hand-made: WARNs each followed by a bare line. Repeated texts are held
+    /// against the table once, distinct ones are remembered only up to the
+    /// bound, and the report is the same either way.
+    #[test]
+    fn held_warn_rows_are_remembered_within_bounds() {
+        let warn = |i: usize| {
+            format!(
+                "h:1:2 [0] misc/socket.cc:567 NCCL WARN socketPollConnect: Connect to 10.0.0.{i}<1> failed : Connection refused\nTraceback (most recent call last):\n"
+            )
+        };
+        let mut parser = LogParser::new();
+        let same: String = (0..2000).map(|_| warn(2)).collect();
+        for (n, line) in same.lines().enumerate() {
+            parser.line(line, n as u64 + 1);
+        }
+        assert_eq!(parser.held_rows.len(), 1);
+        let distinct: String = (0..2000).map(warn).collect();
+        for (n, line) in distinct.lines().enumerate() {
+            parser.line(line, n as u64 + 1);
+        }
+        assert_eq!(parser.held_rows.len(), MAX_HELD_ROWS);
+        let report = parser.finish();
+        assert_eq!(report.warning_count, 4000);
+        assert!(report.warnings.iter().all(|w| w.class.as_deref() == Some("bootstrap-connect-failure")));
+    }
+
     #[test]
     fn a_wrapped_quote_is_bounded() {
         let read = |text: &str| report_of(text).framework_errors;
