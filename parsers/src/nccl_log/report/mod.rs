@@ -185,14 +185,13 @@ pub struct LogParser {
     warnings: MessageTable,
     notices: MessageTable,
     framework_errors: MessageTable,
-    /// A framework printed `Last error:`; the next line is NCCL's last WARN text.
-    last_error_pending: bool,
     /// What stood before `Last error:` on its line (a logger's prefix).
     last_error_prefix: String,
     /// The launcher's tag of the `Last error:` line: with several processes
     /// writing one output, NCCL's text is the next line with the same tag.
     last_error_speaker: String,
-    /// Other processes' lines still allowed before that one.
+    /// A framework printed `Last error:` and its text is still to come: the
+    /// lines (other processes' ones included) it may yet take, 0 when none is.
     last_error_wait: u8,
     /// An XLA quote of NCCL's text wrapped over lines, until it closes.
     open_quote: Option<OpenQuote>,
@@ -542,14 +541,13 @@ impl LogParser {
         if self.open_quote.is_some() && self.quote_goes_on(text.trim()) {
             return true;
         }
-        if self.last_error_pending && !text.trim().is_empty() {
+        if self.last_error_wait > 0 && !text.trim().is_empty() {
             // Another process's line between (vLLM's workers write one output):
             // not the text, which is the next line of the same process.
             if prefix::launcher_tag(raw) != self.last_error_speaker {
-                self.last_error_wait = self.last_error_wait.saturating_sub(1);
-                self.last_error_pending = self.last_error_wait > 0;
+                self.last_error_wait -= 1;
             } else {
-                self.last_error_pending = false;
+                self.last_error_wait = 0;
                 self.nccl_lines += 1;
                 let prefix = std::mem::take(&mut self.last_error_prefix);
                 let detail = without_logger_prefix(text.trim(), &prefix);
@@ -578,7 +576,6 @@ impl LogParser {
         }
         match found {
             framework::Found::LastErrorNext => {
-                self.last_error_pending = true;
                 let before = text.trim().find("Last error:").map_or("", |at| text.trim()[..at].trim_end());
                 self.last_error_prefix = before.chars().take(256).collect();
                 self.last_error_speaker = prefix::launcher_tag(raw).chars().take(256).collect();
