@@ -120,8 +120,29 @@ struct Setting {
 struct Suspect {
     class: String,
     check: String,
+    /// One condition or several that must all hold (`[multi-node, connecting]`).
     #[serde(default)]
-    first_when: Option<String>,
+    first_when: OneOrMany,
+}
+
+/// A YAML value that is one string or a list of them.
+#[derive(Deserialize, Default)]
+#[serde(untagged)]
+enum OneOrMany {
+    #[default]
+    None,
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn values(&self) -> Vec<&str> {
+        match self {
+            OneOrMany::None => Vec::new(),
+            OneOrMany::One(v) => vec![v.as_str()],
+            OneOrMany::Many(v) => v.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -178,8 +199,13 @@ fn variant(kind: &str, value: &str, allowed: &[(&str, &str)], row: &str) -> Stri
     }
 }
 
-const SCOPES: &[(&str, &str)] =
-    &[("single-node", "SingleNode"), ("multi-node", "MultiNode"), ("after-progress", "AfterProgress")];
+const SCOPES: &[(&str, &str)] = &[
+    ("single-node", "SingleNode"),
+    ("multi-node", "MultiNode"),
+    ("after-progress", "AfterProgress"),
+    ("connecting", "Connecting"),
+    ("rdma", "Rdma"),
+];
 
 const SEVERITIES: &[(&str, &str)] = &[("info", "Info"), ("warning", "Warning"), ("error", "Error")];
 const LEVELS: &[(&str, &str)] = &[("warn", "Warn"), ("info", "Info"), ("framework", "Framework")];
@@ -338,10 +364,9 @@ fn main() {
         let mut list = Vec::new();
         for s in &f.list {
             known(&s.class, &row);
-            let when = s
-                .first_when
-                .as_deref()
-                .map_or("None".to_string(), |w| format!("Some({})", variant("Scope", w, SCOPES, &row)));
+            let when: Vec<String> =
+                s.first_when.values().into_iter().map(|w| variant("Scope", w, SCOPES, &row)).collect();
+            let when = format!("&[{}]", when.join(", "));
             list.push(format!(
                 "Suspect {{ class: {}, check: {}, first_when: {} }}",
                 lit(&s.class),

@@ -53,6 +53,10 @@ pub(super) struct DiagnoseArgs {
     /// Exit 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value = "never")]
     pub(super) fail_on: FailOn,
+    /// The job hung (what no log line can say): where its lines stop, in NCCL's
+    /// init or after it, becomes a finding with the usual causes of such a hang.
+    #[arg(long)]
+    pub(super) hung: bool,
 }
 
 pub(super) fn nccl(args: NcclArgs) -> anyhow::Result<ExitCode> {
@@ -153,7 +157,13 @@ pub(super) fn diagnose(args: DiagnoseArgs) -> anyhow::Result<ExitCode> {
     if !logs.is_empty() && no_nccl_output(&report) {
         return Ok(ExitCode::from(2));
     }
-    let mut findings = crate::diagnose::diagnose(&report, machine.as_ref());
+    let mut findings = crate::diagnose::diagnose_job(&report, machine.as_ref(), args.hung);
+    if !args.hung && crate::diagnose::hung::stops_in_init(&report, &findings) {
+        output::notice(
+            "note: NCCL's init did not finish in these lines (no `Init COMPLETE`, nothing failed); \
+             if the job hung, `topo diagnose --hung` says where it stopped and what usually causes it",
+        );
+    }
     if !dumps.is_empty() || !ras.is_empty() || !inspector.is_empty() {
         // Flight Recorder and RAS findings lead within each severity: they name the stuck rank.
         let mut hang = Vec::new();

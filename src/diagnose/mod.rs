@@ -4,6 +4,7 @@
 
 mod evidence;
 pub mod hang;
+pub mod hung;
 mod job;
 mod messages;
 mod network;
@@ -23,6 +24,13 @@ pub struct Inputs<'a> {
 /// Every finding: the cause of a failed job first, then most severe first;
 /// among equals, the one whose evidence comes earliest in the log, then by code.
 pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding> {
+    diagnose_job(report, machine, false)
+}
+
+/// [`diagnose`], told whether the job hung (`--hung`): what no line can say.
+/// A hung job whose log shows no failure gets a finding of where its lines
+/// stop, with the causes of such hangs as suspects.
+pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool) -> Vec<Finding> {
     let inputs = Inputs { report, machine };
     let (mut findings, cause) = messages::findings(report);
     findings.extend(rules::RULES.iter().filter_map(|rule| rule(&inputs)));
@@ -33,7 +41,13 @@ pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding>
             finding.hosts = report.hosts.clone();
         }
     }
-    suspects::attach(&mut findings, cause.as_deref(), report);
+    // A hang its user reports, where no line shows a failure: how far the lines got orders the suspects.
+    let mut shown = Vec::new();
+    if let Some((finding, scopes)) = hung.then(|| hung::finding(report, &findings)).flatten() {
+        findings.push(finding);
+        shown = scopes;
+    }
+    suspects::attach(&mut findings, cause.as_deref(), report, &shown);
     findings.extend(machine.map(crate::checks::hardware).unwrap_or_default());
     // The cause of a failed job first, then by severity, then log order.
     let is_cause = |f: &Finding| cause.as_deref() == Some(f.code.as_str());

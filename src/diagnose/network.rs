@@ -94,7 +94,10 @@ pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
             first_line(report, &format!("gdr/{hca}"), format!("GPU Direct RDMA Disabled for HCA '{hca}'"), "")
         })
         .collect();
-    let ib_hops = via_of(report, TransportKind::NetIb);
+    // RDMA networks that can read GPU memory directly: NCCL's IB transport and
+    // aws-ofi-nccl (EFA); `/GDRDMA` marks the hops that do.
+    let mut ib_hops = via_of(report, TransportKind::NetIb);
+    ib_hops.extend(via_of(report, TransportKind::NetOfi));
     // GDRDMA on receives only is GDR read left off (the default before 2.12), not GDR missing.
     if !ib_hops.iter().any(|e| e.text.contains("GDRDMA")) {
         evidence.extend(ib_hops.iter().cloned());
@@ -143,7 +146,9 @@ pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
         "Without GDR the NIC reads and writes GPU memory through a bounce buffer in host memory: an extra copy per \
          message and a PCIe round trip through the CPU, capping inter-node bandwidth.",
         "Load nvidia_peermem (or use DMA-BUF with the open kernel modules), check NCCL_NET_GDR_LEVEL is not \
-         limiting it, and that GPU and NIC sit under the same PCIe switch.",
+         limiting it, and that GPU and NIC sit under the same PCIe switch. On AWS EFA (aws-ofi-nccl), only \
+         instances whose EFA has RDMA read (p4d, p5 and later) can read GPU memory: there, FI_EFA_USE_DEVICE_RDMA=1 \
+         and an EFA driver and libfabric with FI_HMEM; g4dn and p3dn have no such path.",
     );
     Some(if receivers.is_empty() { found } else { found.on(Vec::new(), receivers) })
 }

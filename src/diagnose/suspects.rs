@@ -17,9 +17,10 @@ use super::{Scope, scope};
 
 /// Adds suspects to the finding that is the failure's cause (without one, to
 /// each error-level finding), where it is a kind the table lists and its
-/// evidence names nothing more specific.
-pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &NcclReport) {
-    let reported: Vec<String> = findings.iter().map(|f| f.code.clone()).collect();
+/// evidence names nothing more specific. `stopped`: where a hung job's lines
+/// stop (see `hung`), which leads the order.
+pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &NcclReport, stopped: &[catalogue::Scope]) {
+    let reported: Vec<(String, Severity)> = findings.iter().map(|f| (f.code.clone(), f.severity)).collect();
     let mut shown: Vec<catalogue::Scope> = match scope(report) {
         Scope::SingleNode => vec![catalogue::Scope::SingleNode],
         Scope::MultiNode => vec![catalogue::Scope::MultiNode],
@@ -33,11 +34,15 @@ pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &Ncc
     if progressed {
         shown.insert(0, catalogue::Scope::AfterProgress);
     }
+    // Where a hung job's lines stop says more than the job's scope too.
+    for (i, scope) in stopped.iter().enumerate() {
+        shown.insert(i, *scope);
+    }
     for finding in findings.iter_mut() {
         let failure = match cause {
             Some(cause) => finding.code == cause,
             None => finding.severity == Severity::Error,
-        };
+        } || [super::hung::IN_INIT, super::hung::AFTER_INIT].contains(&finding.code.as_str());
         if failure {
             finding.suspects = suspects_of(finding, &reported, &shown);
         }
@@ -45,12 +50,15 @@ pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &Ncc
 }
 
 /// The suspects of one failure finding, those the log also shows first.
-fn suspects_of(finding: &Finding, reported: &[String], scope: &[catalogue::Scope]) -> Option<Suspects> {
+fn suspects_of(finding: &Finding, reported: &[(String, Severity)], scope: &[catalogue::Scope]) -> Option<Suspects> {
     let texts = finding.evidence.iter().map(|e| e.text.as_str());
     let kind = CATALOGUE.suspects.iter().find(|k| k.matches(&finding.code, texts.clone()))?;
-    let shown = |class: &str| reported.iter().any(|r| r == class);
+    let shown = |class: &str| reported.iter().any(|(r, _)| r == class);
+    // What the log shows leads, unless topo itself judged it information only
+    // (an interface list on a host whose job's scope is unknown).
+    let leads = |class: &str| reported.iter().any(|(r, severity)| r == class && *severity >= Severity::Warning);
     let (mut list, rest): (Vec<&catalogue::Suspect>, Vec<_>) =
-        kind.ordered(scope).into_iter().filter(|s| s.class != finding.code).partition(|s| shown(s.class));
+        kind.ordered(scope).into_iter().filter(|s| s.class != finding.code).partition(|s| leads(s.class));
     list.extend(rest);
     let list: Vec<Suspect> = list
         .into_iter()

@@ -138,6 +138,12 @@ pub enum Scope {
     /// The failed collective came after others completed (a watchdog's
     /// sequence number past the first): the data path had worked.
     AfterProgress,
+    /// Init stopped while NCCL set up its data path: rings, trees or
+    /// connections were printed, so the ranks had met.
+    Connecting,
+    /// The network the job used is an RDMA one (InfiniBand, RoCE, EFA, a
+    /// plugin over them), not TCP sockets.
+    Rdma,
 }
 
 /// A cause public threads established for a failure whose log names none.
@@ -146,9 +152,10 @@ pub struct Suspect {
     pub class: &'static str,
     /// How to tell this cause apart on the machine.
     pub check: &'static str,
-    /// The suspect leads when the job ran on one node / several / failed
-    /// after collectives had completed.
-    pub first_when: Option<Scope>,
+    /// The suspect leads when all of these hold of the job (one node or
+    /// several, failed after collectives had completed, where init stopped);
+    /// empty: it never leads.
+    pub first_when: &'static [Scope],
 }
 
 /// The suspects of one kind of failure that names no cause (a bare
@@ -183,7 +190,11 @@ impl Suspects {
     /// `first_when` is among what the log shows of it lead, in the order of
     /// `shown` (the stronger fact first); the rest keep the table's order.
     pub fn ordered(&self, shown: &[Scope]) -> Vec<&'static Suspect> {
-        let rank = |s: &Suspect| s.first_when.and_then(|w| shown.iter().position(|x| *x == w));
+        // Its place: that of the strongest fact it needs, when it needs only facts shown.
+        let rank = |s: &Suspect| {
+            let places: Option<Vec<usize>> = s.first_when.iter().map(|w| shown.iter().position(|x| x == w)).collect();
+            places.and_then(|p| p.into_iter().min())
+        };
         let leads = |s: &Suspect| rank(s).is_some();
         let mut out: Vec<&'static Suspect> = self.list.iter().filter(|s| leads(s)).collect();
         out.sort_by_key(|s| rank(s));
@@ -684,5 +695,22 @@ mod tests {
         assert_eq!(level.class, Some("p2p-disabled"));
         assert!(CATALOGUE.setting("NCCL_GRAPH_FILE").is_some_and(|s| s.turns_off.is_empty()));
         assert!(CATALOGUE.setting("NCCL_DEBUG").is_none());
+    }
+
+    /// A suspect leads only when every fact it needs is shown, placed by the
+    /// strongest of them; the rest keep the table's order.
+    #[test]
+    fn suspects_lead_when_all_their_facts_are_shown() {
+        let hang = CATALOGUE.suspects.iter().find(|k| k.failure == "init-hang").expect("init-hang");
+        let order = |shown: &[Scope]| hang.ordered(shown).into_iter().map(|s| s.class).take(2).collect::<Vec<_>>();
+        assert_eq!(order(&[]), ["p2p-disabled", "bootstrap-connect-failure"]);
+        assert_eq!(order(&[Scope::SingleNode]), ["p2p-disabled", "bootstrap-connect-failure"]);
+        assert_eq!(order(&[Scope::MultiNode]), ["bootstrap-connect-failure", "bootstrap-interface"]);
+        // The data path of an RDMA network leads only once the ranks had met over it.
+        assert_eq!(order(&[Scope::Connecting, Scope::MultiNode]), ["bootstrap-connect-failure", "bootstrap-interface"]);
+        assert_eq!(
+            order(&[Scope::Connecting, Scope::Rdma, Scope::MultiNode]),
+            ["roce-gid-mismatch", "gdr-path-broken"]
+        );
     }
 }

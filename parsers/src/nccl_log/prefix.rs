@@ -159,6 +159,9 @@ pub fn interrupted_part(line: &str) -> Option<&str> {
 pub fn split(line: &str) -> LogLine<'_> {
     let (marker, markers_seen) = scan_markers(line);
     let Some((start, end, level)) = marker else {
+        if let Some(plugin_line) = plugin_test_line(line) {
+            return plugin_line;
+        }
         return LogLine {
             level: Level::Bare,
             host: None,
@@ -200,6 +203,52 @@ pub fn split(line: &str) -> LogLine<'_> {
     LogLine { level, host, pid, tid, cuda_dev, source, message, interrupted }
 }
 
+static PLUGIN_TEST_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": Function: "));
+
+/// aws-ofi-nccl's own test programs (nccl_message_transfer, ring, the unit
+/// tests) run the plugin without NCCL and print its log lines themselves:
+/// `WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open
+/// AV. ...` (tests/functional and tests/unit, every release since 2018), often
+/// behind a launcher's tag (`10.3.35.83: ` from pdsh). The level word must stand
+/// at the start or after such a tag, and `Line: N:` must follow the function,
+/// so an application's own `INFO: Function:` prose stays application output.
+fn plugin_test_line(line: &str) -> Option<LogLine<'_>> {
+    let at = PLUGIN_TEST_MARKER.find(line.as_bytes())?;
+    let head = &line[..at];
+    let (tag, word) = match head.rfind(' ') {
+        Some(space) => (&head[..space], &head[space + 1..]),
+        None => ("", head),
+    };
+    let level = match word {
+        "WARN" => Level::Warn,
+        "INFO" => Level::Info,
+        "TRACE" => Level::Trace,
+        _ => return None,
+    };
+    // Before the level: nothing, or one launcher tag ending in `:` or `]`.
+    let tag = tag.trim();
+    if !(tag.is_empty() || (!tag.contains(' ') && (tag.ends_with(':') || tag.ends_with(']')))) {
+        return None;
+    }
+    let rest = &line[at + ": Function: ".len()..];
+    let (function, rest) = rest.split_once(" Line: ")?;
+    let (number, message) = rest.split_once(": ").or_else(|| rest.strip_suffix(':').map(|n| (n, "")))?;
+    if function.contains(' ') || digits(number).is_none() {
+        return None;
+    }
+    Some(LogLine {
+        level,
+        host: None,
+        pid: None,
+        tid: None,
+        cuda_dev: None,
+        source: None,
+        message: without_repeat_note(message.trim()),
+        interrupted: false,
+    })
+}
+
 /// Space-separated tokens taken from the right, on bytes (this runs for every line).
 struct Tokens<'a> {
     text: &'a str,
@@ -228,7 +277,9 @@ fn host_pid_tid(token: &str) -> (Option<&str>, Option<u64>, Option<u64>) {
         return (None, None, None);
     };
     let head = &token[..first];
-    let host_start = head.bytes().rposition(|b| matches!(b, b':' | b'>' | b']' | b')')).map_or(0, |i| i + 1);
+    // A tab ends whatever stood before the host too: log viewers' exports put
+    // their timestamp columns before the line with tabs (`39.643\thost:1:2`).
+    let host_start = head.bytes().rposition(|b| matches!(b, b':' | b'>' | b']' | b')' | b'\t')).map_or(0, |i| i + 1);
     let host = &head[host_start..];
     let host = if host.is_empty() { redacted_host(head).unwrap_or(host) } else { host };
     ((!host.is_empty()).then_some(host), Some(pid), Some(tid))
@@ -421,5 +472,26 @@ mod tests {
         assert_eq!((bare.level, bare.message), (Level::Bare, "NCCL version 2.12.7+cuda11.4"));
         assert_eq!(split("").level, Level::Bare);
         assert_eq!(split("NCCL INFO").message, "");
+    }
+
+    /// aws-ofi-nccl's test programs' logger (tests/functional, tests/unit):
+    /// the level word, the function and the line before the plugin's message.
+    #[test]
+    fn plugin_test_programs_lines_are_read() {
+        let warn = split("WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open AV. RC: -22");
+        assert_eq!((warn.level, warn.message), (Level::Warn, "NET/OFI Couldn't open AV. RC: -22"));
+        // Behind pdsh's tag, and at the other levels.
+        let tagged = split("10.3.35.83: INFO: Function: ofi_init Line: 1102: NET/OFI Setting RDMAV_FORK_SAFE to 1.");
+        assert_eq!((tagged.level, tagged.message), (Level::Info, "NET/OFI Setting RDMAV_FORK_SAFE to 1."));
+        assert_eq!(split("TRACE: Function: main Line: 58: NET/OFI Using CUDA device 0").level, Level::Trace);
+        // An application's own prose with those words stays a bare line.
+        for text in [
+            "INFO: Function: the loader is ready",
+            "Note that WARN: Function: f Line: 3: x",
+            "DEBUG: Function: f Line: 3: x",
+            "WARN: Function: f Line: many: x",
+        ] {
+            assert_eq!(split(text).level, Level::Bare, "{text}");
+        }
     }
 }

@@ -206,6 +206,15 @@ impl LogParser {
         if report.network.used.is_empty() {
             let from_source =
                 report.warnings.iter().filter_map(|w| w.source.as_deref()).find_map(|s| CATALOGUE.source_network(s));
+            // So does an error trail through the IB transport (`transport/net_ib.cu:453
+            // -> 2`), whose code runs only for that network. Not the socket
+            // transport's: NCCL 2.3-2.4 ran the bootstrap over it whatever the
+            // network (bootstrap.cu: `ncclBootstrapNet = &ncclNetSocket`).
+            let from_trail = report
+                .error_codes
+                .iter()
+                .find_map(|e| CATALOGUE.source_network(&e.location))
+                .filter(|network| *network == "IB");
             let from_gdr = (!report.network.gdr_by_hca.is_empty()).then_some("IB");
             // `NET/IB : Using [0]mlx5_0:1/RoCE`: the IB transport found ports, and
             // without a plugin NCCL uses the IB transport when it has any.
@@ -221,7 +230,10 @@ impl LogParser {
             // when nothing before it could carry the traffic (2.4 -> 2.30's
             // ncclNetInit stops at the first usable network).
             let from_no_ib = (report.network.ib_not_found || no_verbs || socket_started).then_some("Socket");
-            report.network.used.extend(from_source.or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
+            report
+                .network
+                .used
+                .extend(from_source.or(from_trail).or(from_gdr).or(from_ports).or(from_no_ib).map(str::to_string));
         }
         if report.network.devices.is_empty() {
             report.network.devices = report.network.gdr_by_hca.keys().cloned().collect();
