@@ -203,9 +203,6 @@ pub fn split(line: &str) -> LogLine<'_> {
     LogLine { level, host, pid, tid, cuda_dev, source, message, interrupted }
 }
 
-static PLUGIN_TEST_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b": Function: "));
-
 /// aws-ofi-nccl's own test programs (nccl_message_transfer, ring, the unit
 /// tests) run the plugin without NCCL and print its log lines themselves:
 /// `WARN: Function: create_nccl_ofi_component Line: 459: NET/OFI Couldn't open
@@ -214,23 +211,22 @@ static PLUGIN_TEST_MARKER: std::sync::LazyLock<memchr::memmem::Finder<'static>> 
 /// at the start or after such a tag, and `Line: N:` must follow the function,
 /// so an application's own `INFO: Function:` prose stays application output.
 fn plugin_test_line(line: &str) -> Option<LogLine<'_>> {
-    let at = PLUGIN_TEST_MARKER.find(line.as_bytes())?;
-    let head = &line[..at];
-    let (tag, word) = match head.rfind(' ') {
-        Some(space) => (&head[..space], &head[space + 1..]),
-        None => ("", head),
-    };
-    let level = match word {
-        "WARN" => Level::Warn,
-        "INFO" => Level::Info,
-        "TRACE" => Level::Trace,
-        _ => return None,
-    };
+    // The level word opens the line or follows its first token (the tag):
+    // two fixed places, so a bare line costs a few byte compares, not a scan.
+    let after_tag = short_find(line.as_bytes(), b' ').map(|space| space + 1);
+    let (start, level, word) = [Some(0), after_tag].into_iter().flatten().find_map(|at| {
+        let rest = line.get(at..)?;
+        [("WARN", Level::Warn), ("INFO", Level::Info), ("TRACE", Level::Trace)]
+            .into_iter()
+            .find(|(word, _)| rest.starts_with(word) && rest[word.len()..].starts_with(": Function: "))
+            .map(|(word, level)| (at, level, word))
+    })?;
     // Before the level: nothing, or one launcher tag ending in `:` or `]`.
-    let tag = tag.trim();
-    if !(tag.is_empty() || (!tag.contains(' ') && (tag.ends_with(':') || tag.ends_with(']')))) {
+    let tag = line[..start].trim();
+    if !(tag.is_empty() || tag.ends_with(':') || tag.ends_with(']')) {
         return None;
     }
+    let at = start + word.len();
     let rest = &line[at + ": Function: ".len()..];
     let (function, rest) = rest.split_once(" Line: ")?;
     let (number, message) = rest.split_once(": ").or_else(|| rest.strip_suffix(':').map(|n| (n, "")))?;
