@@ -952,9 +952,10 @@ fn a_hang_its_user_reports_is_placed_and_its_suspects_ranked() {
         assert_eq!(first_suspects(&found, "hung-in-init"), ["bootstrap-connect-failure", "bootstrap-interface"]);
     }
     // ... and once the ranks had met over InfiniBand, its data path does
-    // (1023: two nodes' rings printed, `Using network IB`).
+    // (1023: two nodes' rings printed, `Using network IB`): the GPUDirect
+    // path, then the RoCE GID.
     let (found, _) = run("1023-", true);
-    assert_eq!(first_suspects(&found, "hung-in-init"), ["roce-gid-mismatch", "gdr-path-broken"]);
+    assert_eq!(first_suspects(&found, "hung-in-init"), ["gdr-path-broken", "roce-gid-mismatch"]);
     // 340: init completed, then generation stalled on one machine: a hang
     // after init, GPU peer-to-peer first (the timeout's table).
     let (found, _) = run("340-", true);

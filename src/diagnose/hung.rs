@@ -41,7 +41,9 @@ enum Stage {
 impl Stage {
     fn words(self) -> &'static str {
         match self {
-            Stage::Rendezvous => "NCCL had started (network or bootstrap lines) but no line shows the ranks had met",
+            Stage::Rendezvous => {
+                "NCCL had started, but no line shows the ranks had met (no ring, tree or connection printed)"
+            }
             Stage::Graph => "the ranks had met and NCCL had printed its rings and trees, but no connection was set up",
             Stage::Connecting => "NCCL was connecting the hops of its rings and trees",
         }
@@ -121,7 +123,8 @@ fn ranks_seen(report: &NcclReport) -> Vec<u32> {
 /// The finding of a hung job, and what of it orders the suspects; `None` when
 /// a failure in the log explains the stop, or the log shows no NCCL init.
 pub(super) fn finding(report: &NcclReport, findings: &[Finding]) -> Option<(Finding, Vec<Scope>)> {
-    if failed(findings) || !init_began(report) {
+    // Its user says it hung: any NCCL line shows NCCL had started.
+    if failed(findings) || !(init_began(report) || report.nccl_lines > 0) {
         return None;
     }
     let ranks = ranks_seen(report);

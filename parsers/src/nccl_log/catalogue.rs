@@ -710,7 +710,7 @@ mod tests {
         assert_eq!(order(&[Scope::Connecting, Scope::MultiNode]), ["bootstrap-connect-failure", "bootstrap-interface"]);
         assert_eq!(
             order(&[Scope::Connecting, Scope::Rdma, Scope::MultiNode]),
-            ["roce-gid-mismatch", "gdr-path-broken"]
+            ["gdr-path-broken", "roce-gid-mismatch"]
         );
     }
 }
