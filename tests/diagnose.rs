@@ -960,6 +960,11 @@ fn a_hang_its_user_reports_is_placed_and_its_suspects_ranked() {
     // after init, GPU peer-to-peer first (the timeout's table).
     let (found, _) = run("340-", true);
     assert_eq!(first_suspects(&found, "hung-after-init")[0], "p2p-disabled");
+    // NCCL 2.3 prints no `Init COMPLETE` (1061, Horovod hung on 2.3.7): placed
+    // in init, saying the lines cannot tell.
+    let (found, _) = run("1061-", true);
+    let hang = found.iter().find(|f| f.code == "hung-in-init").expect("hung-in-init");
+    assert!(hang.evidence[0].text.contains("NCCL before 2.4 prints no `Init COMPLETE`"), "{:?}", hang.evidence);
     // A failure the lines show explains the stop: `--hung` adds nothing (010:
     // /dev/shm full).
     let (found, _) = run("010-", true);

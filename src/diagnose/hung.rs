@@ -12,8 +12,11 @@
 //! - in init (no `Init COMPLETE`): before the ranks had met (no ring, tree or
 //!   connection printed: the rendezvous between hosts), or while NCCL
 //!   connected its rings and trees (the data path);
-//! - after init (every communicator seen completed it): in the collectives,
-//!   first or later.
+//! - after init (a rank printed `Init COMPLETE`, or collectives ran): in the
+//!   collectives, first or later.
+//!
+//! NCCL before 2.4 prints no `Init COMPLETE`: its lines are placed in init,
+//! saying that they cannot tell.
 
 use topo_model::nccl::NcclReport;
 use topo_model::{Finding, Severity};
@@ -29,8 +32,7 @@ pub(super) const AFTER_INIT: &str = "hung-after-init";
 /// How far init got, as far as the lines show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
-    /// NCCL started (its network or bootstrap lines) but no line shows the
-    /// ranks had met.
+    /// NCCL started (any of its lines) but no line shows the ranks had met.
     Rendezvous,
     /// The ranks had met: NCCL printed its graph (rings, trees, channels).
     Graph,
@@ -132,11 +134,17 @@ pub(super) fn finding(report: &NcclReport, findings: &[Finding]) -> Option<(Find
         Some(n) if !ranks.is_empty() => format!(" ({} of {n} ranks seen)", ranks.len()),
         _ => String::new(),
     };
-    let (code, mut evidence, shown) = if !init_over(report) && prints_init_complete(report) {
+    let (code, mut evidence, shown) = if !init_over(report) {
         let stage = stage(report);
-        let text = format!("no `Init COMPLETE` in {} NCCL line(s){seen}: {}", report.nccl_lines, stage.words());
+        let unknown = if prints_init_complete(report) {
+            ""
+        } else {
+            " (NCCL before 2.4 prints no `Init COMPLETE`: whether init finished is not in these lines)"
+        };
+        let text =
+            format!("no `Init COMPLETE` in {} NCCL line(s){seen}{unknown}: {}", report.nccl_lines, stage.words());
         (IN_INIT, vec![fact("report", text)], stage.scope().into_iter().chain(rdma(report)).collect())
-    } else if init_over(report) {
+    } else {
         let ops: u64 = report.collectives.values().map(|c| c.calls).sum();
         let after = if ops > 0 {
             format!("{ops} collective call(s) logged (COLL lines) before the log stops")
@@ -150,8 +158,6 @@ pub(super) fn finding(report: &NcclReport, findings: &[Finding]) -> Option<(Find
         let progressed = report.progress.iter().any(|rank| rank.calls > 1);
         let shown = if progressed { vec![Scope::AfterProgress] } else { rdma(report).into_iter().collect() };
         (AFTER_INIT, vec![fact("report", text)], shown)
-    } else {
-        return None;
     };
     if let Some(used) = report.network.used.first() {
         evidence.push(fact("report", format!("Using network {used}")));
