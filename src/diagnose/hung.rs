@@ -18,7 +18,7 @@
 //! NCCL before 2.4 prints no `Init COMPLETE`: its lines are placed in init,
 //! saying that they cannot tell.
 
-use topo_model::nccl::NcclReport;
+use topo_model::nccl::{NcclReport, TransportKind};
 use topo_model::{Finding, Severity};
 use topo_parsers::nccl_log::catalogue::Scope;
 
@@ -169,8 +169,14 @@ pub(super) fn finding(report: &NcclReport, findings: &[Finding]) -> Option<(Find
 /// The network the job used, when it is an RDMA one: whose data path (GID,
 /// GPUDirect) can hang a connection.
 fn rdma(report: &NcclReport) -> Option<Scope> {
-    let rdma = |n: &str| n.starts_with("IB") || n.contains("Libfabric") || n.starts_with("OFI");
-    report.network.used.iter().any(|n| rdma(n)).then_some(Scope::Rdma)
+    // The network's name as its hops would print it (`NET/IBext_v8`, `NET/AWS Libfabric`).
+    let rdma = |name: &str| {
+        matches!(
+            topo_parsers::nccl_log::transport_kind(&format!("NET/{name}")),
+            TransportKind::NetIb | TransportKind::NetOfi
+        )
+    };
+    report.network.used.iter().any(|name| rdma(name)).then_some(Scope::Rdma)
 }
 
 /// Ranks that printed `Init COMPLETE`, counted per communicator.

@@ -96,11 +96,11 @@ pub(super) fn gdr_disabled(inputs: &Inputs) -> Option<Finding> {
         .collect();
     // RDMA networks that can read GPU memory directly: NCCL's IB transport and
     // aws-ofi-nccl (EFA); `/GDRDMA` marks the hops that do.
-    let mut ib_hops = via_of(report, TransportKind::NetIb);
-    ib_hops.extend(via_of(report, TransportKind::NetOfi));
+    let mut rdma_hops = via_of(report, TransportKind::NetIb);
+    rdma_hops.extend(via_of(report, TransportKind::NetOfi));
     // GDRDMA on receives only is GDR read left off (the default before 2.12), not GDR missing.
-    if !ib_hops.iter().any(|e| e.text.contains("GDRDMA")) {
-        evidence.extend(ib_hops.iter().cloned());
+    if !rdma_hops.iter().any(|e| e.text.contains("GDRDMA")) {
+        evidence.extend(rdma_hops);
     }
     let (uneven, receivers) = receives_without_gdr(report);
     for via in uneven {
