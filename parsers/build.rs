@@ -112,6 +112,8 @@ struct Setting {
     class: Option<String>,
     #[serde(default)]
     selects: bool,
+    #[serde(default)]
+    quiet: bool,
     meaning: String,
 }
 
@@ -205,6 +207,7 @@ const SCOPES: &[(&str, &str)] = &[
     ("after-progress", "AfterProgress"),
     ("connecting", "Connecting"),
     ("rdma", "Rdma"),
+    ("nvls", "Nvls"),
 ];
 
 const SEVERITIES: &[(&str, &str)] = &[("info", "Info"), ("warning", "Warning"), ("error", "Error")];
@@ -346,11 +349,12 @@ fn main() {
         let values: Vec<String> = v.turns_off.iter().map(|x| lit(x)).collect();
         let _ = writeln!(
             out,
-            "    Setting {{ name: {}, turns_off: &[{}], class: {}, selects: {}, meaning: {} }},",
+            "    Setting {{ name: {}, turns_off: &[{}], class: {}, selects: {}, quiet: {}, meaning: {} }},",
             lit(&v.name),
             values.join(", "),
             opt(&v.class),
             v.selects,
+            v.quiet,
             lit(&v.meaning)
         );
     }

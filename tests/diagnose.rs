@@ -495,11 +495,9 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // docker's network is the thread's finding, the second suspect here
         // (the lines do not say the job spans nodes, so /dev/shm leads) (485).
         ("485-", "bootstrap-interface"),
-        // Batch O (500-509): a hang whose last line is routine NVLS setup
-        // (503); the fabric manager's `system not yet initialized` (raised as
-        // the NVLink fabric; disabling NVLS was the reporter's way round) (504);
-        // the duplicate-GPU WARN past the excerpt (507).
-        ("503-", "nvls-failure"),
+        // Batch O (500-509): the fabric manager's `system not yet initialized`
+        // (raised as the NVLink fabric; disabling NVLS was the reporter's way
+        // round) (504); the duplicate-GPU WARN past the excerpt (507).
         ("504-", "nvls-failure"),
         ("507-", "duplicate-gpu"),
         // 486: EFA traffic dropped by a security group: the provider's error is
@@ -587,6 +585,16 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("1112-", "ib-verbs-failure"),
         ("1122-", "shm-too-small"),
         ("1123-", "duplicate-gpu"),
+        // Batches AW-AZ (1180-1248): NCCL 2.18-2.19's mishandling of USB
+        // network devices (nccl#1125), the excerpt stopping before it fails
+        // (1181); NCCL 2.6's topology bug with one GPU per container, past the
+        // last line (1200); one PaddlePaddle line and no NCCL output: the
+        // interface was the fix (1240); RAFT's `NCCL error encountered at:`
+        // alone: NCCL_CUMEM_HOST_ENABLE=0 on ARM with CUDA 12.8 (1241).
+        ("1181-", "topology-detection-failure"),
+        ("1200-", "topology-detection-failure"),
+        ("1240-", "bootstrap-interface"),
+        ("1241-", "cumem-unsupported"),
     ];
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
@@ -640,6 +648,12 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // AMD host whose IOMMU setting was the fix (1149).
         ("1146-", "p2p-disabled"),
         ("1149-", "p2p-disabled"),
+        // A hang whose last line is NVLS multicast setup (`NVLS Bind mem`),
+        // init's last large step: NVLS leads (503; NCCL_NVLS_ENABLE=0 ran).
+        ("503-", "nvls-failure"),
+        // A watchdog timeout at an all-gather on one 8-GPU node; a pair of
+        // GPUs whose P2P path hung was the thread's finding (1246, batch AZ).
+        ("1246-", "p2p-disabled"),
     ];
     let (mut expected, mut raised, mut causes, mut suspected) = (0, 0, 0, 0);
     let mut unreadable = Vec::new();
@@ -690,7 +704,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 281, "{causes} established causes");
+    assert!(causes >= 290, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
@@ -1009,4 +1023,49 @@ fn plugin_test_programs_libfabric_and_cuda_wrapper_warnings() {
     let msccl = of("1161-", "configuration-error").expect("configuration-error");
     assert!(msccl.title.ends_with("(the first failure in the log)"), "{}", msccl.title);
     assert!(of("1161-", "topology-detection-failure").is_none());
+}
+
+/// Settings the message table does not describe are still the job's: any
+/// `NCCL_*` variable NCCL printed as set (its source reads 267 by name,
+/// `parsers/data/nccl-env-params.tsv`) is reported, unless it restates its
+/// default or only changes what NCCL reports (debug output, dumps).
+#[test]
+fn every_nccl_setting_the_job_made_is_reported_and_debug_output_is_not() {
+    let env = |prefix: &str| -> Option<Finding> {
+        findings(&[log(prefix).to_str().unwrap(), "--log-only"]).into_iter().find(|f| f.code == "env-override")
+    };
+    // NCCL_IGNORE_DISABLED_P2P=1 on two RTX 5090s under WSL2 (1184), NCCL
+    // 2.6's NCCL_MIN/MAX_NRINGS (1200): settings outside the table.
+    let p2p = env("1184-").expect("1184: env-override");
+    assert!(p2p.evidence.iter().any(|e| e.text.contains("NCCL_IGNORE_DISABLED_P2P set by environment to 1")));
+    assert_eq!(p2p.severity, Severity::Warning);
+    let rings = env("1200-").expect("1200: env-override");
+    let texts: Vec<&str> = rings.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert!(texts.iter().any(|t| t.contains("NCCL_MAX_NRINGS set by environment to 12")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("NCCL_MIN_NRINGS set by environment to 4")), "{texts:?}");
+    // NCCL_TOPO_DUMP_FILE only writes the topology out (001).
+    assert!(env("001-").is_none());
+}
+
+/// Framework lines that carry NCCL's failure in their own words, on real logs:
+/// RAPIDS RAFT's `NCCL error encountered at:` (1241) and the NCCLCHECK macro
+/// of NCCL's examples in TransformerEngine (912) are errors, not "no NCCL
+/// output"; XLA's `Aborting communicator ... due to async NCCL error` is a
+/// peer gone and the communicator aborted (1225); a hang whose last line is
+/// NVLS multicast setup puts NVLS first (503, `--hung`).
+#[test]
+fn framework_words_for_nccl_failures_and_where_a_hang_stopped() {
+    let codes = |args: &[&str]| -> Vec<(String, Severity)> {
+        findings(args).into_iter().map(|f| (f.code, f.severity)).collect()
+    };
+    for prefix in ["1241-", "912-"] {
+        let found = codes(&[log(prefix).to_str().unwrap(), "--log-only"]);
+        assert!(found.contains(&("nccl-error".to_string(), Severity::Error)), "{prefix}: {found:?}");
+    }
+    let xla: Vec<String> = codes(&[log("1225-").to_str().unwrap(), "--log-only"]).into_iter().map(|c| c.0).collect();
+    assert!(xla.contains(&"peer-lost".to_string()) && xla.contains(&"comm-aborted".to_string()), "{xla:?}");
+    let hung = findings(&[log("503-").to_str().unwrap(), "--log-only", "--hung"]);
+    let finding = hung.iter().find(|f| f.code == "hung-in-init").expect("hung-in-init");
+    assert!(finding.evidence[0].text.contains("NVLS"), "{:?}", finding.evidence);
+    assert_eq!(finding.suspects.as_ref().unwrap().list[0].code, "nvls-failure");
 }

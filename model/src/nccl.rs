@@ -74,6 +74,11 @@ pub struct NcclReport {
     pub tuning_ranges: Vec<TuningRange>,
     /// `Init COMPLETE` lines seen.
     pub init_complete: u64,
+    /// Lines of NVLS multicast setup (`NVLS Bind mem`, `NVLS comm 0x..
+    /// headRank`, ...): NCCL's last large step of init, after its rings and
+    /// trees (init.cc 2.17-2.30), where a hang on an NVSwitch machine waits.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nvls_setup: u64,
     /// Exact transport strings after `via`, with the number of lines each.
     pub via: BTreeMap<String, u64>,
     /// nccl-tests output found in the same input.
@@ -653,4 +658,9 @@ pub struct TuningRange {
     pub to_bytes: u64,
     pub algorithm: String,
     pub protocol: String,
+}
+
+/// For `skip_serializing_if`: a count that is zero says nothing.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -38,6 +38,10 @@ enum Stage {
     Graph,
     /// NCCL was connecting the hops of its rings and trees.
     Connecting,
+    /// NCCL was setting NVLS (NVLink SHARP multicast) up: it does so after
+    /// its rings and trees (connected there, or from 2.22 with cuMem at the
+    /// first collective), as init's last large step (init.cc 2.17-2.30).
+    Nvls,
 }
 
 impl Stage {
@@ -48,14 +52,19 @@ impl Stage {
             }
             Stage::Graph => "the ranks had met and NCCL had printed its rings and trees, but no connection was set up",
             Stage::Connecting => "NCCL was connecting the hops of its rings and trees",
+            Stage::Nvls => {
+                "NCCL was setting up NVLS (NVLink SHARP multicast) buffers, the last large step of its init: the ranks had met and set their rings and trees up"
+            }
         }
     }
 
-    /// The suspects' view of it: whether the ranks had met.
-    fn scope(self) -> Option<Scope> {
+    /// The suspects' view of it: whether the ranks had met, and whether
+    /// NVLS is where they wait.
+    fn scope(self) -> Vec<Scope> {
         match self {
-            Stage::Rendezvous => None,
-            Stage::Graph | Stage::Connecting => Some(Scope::Connecting),
+            Stage::Rendezvous => vec![],
+            Stage::Graph | Stage::Connecting => vec![Scope::Connecting],
+            Stage::Nvls => vec![Scope::Nvls, Scope::Connecting],
         }
     }
 }
@@ -94,7 +103,9 @@ fn prints_init_complete(report: &NcclReport) -> bool {
 
 fn stage(report: &NcclReport) -> Stage {
     let comms = &report.communicators;
-    if comms.iter().any(|c| !c.connections.is_empty()) || !report.via.is_empty() {
+    if report.nvls_setup > 0 {
+        Stage::Nvls
+    } else if comms.iter().any(|c| !c.connections.is_empty()) || !report.via.is_empty() {
         Stage::Connecting
     } else if comms.iter().any(|c| !c.rings.is_empty() || !c.trees.is_empty() || c.channels.is_some()) {
         Stage::Graph

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use topo_model::nccl::TransportKind;
 use topo_model::{Evidence, Finding, Severity};
 
-use topo_parsers::nccl_log::catalogue::CATALOGUE;
+use topo_parsers::nccl_log::catalogue::{self, CATALOGUE};
 
 use super::Inputs;
 use super::evidence::{fact, first_line, via_of};
@@ -181,18 +181,30 @@ fn p2p_switched_off<'a>(
     )
 }
 
+/// Whether a setting the message table does not describe is one to report:
+/// any `NCCL_*` variable NCCL printed as set (its own or a plugin's), unless
+/// it restates the default NCCL's source gives it.
+fn unlisted_setting_made(e: &topo_model::nccl::EnvOverride) -> bool {
+    let default = catalogue::env_param(&e.name).and_then(|p| p.default);
+    let restates = default.is_some_and(|d| e.value.trim().parse::<i64>().is_ok_and(|v| v == d));
+    e.name.starts_with("NCCL_") && !restates && !restates_default(e)
+}
+
 pub(super) fn env_override(inputs: &Inputs) -> Option<Finding> {
-    let set: Vec<(&topo_parsers::nccl_log::catalogue::Setting, &topo_model::nccl::EnvOverride)> = inputs
+    // (selects hardware, the setting); quiet ones (debug output) are not settings of the job's.
+    let set: Vec<(bool, &topo_model::nccl::EnvOverride)> = inputs
         .report
         .env_overrides
         .iter()
-        .filter_map(|e| Some((CATALOGUE.setting(&e.name)?, e)))
-        .filter(|(_, e)| !restates_default(e))
+        .filter_map(|e| match CATALOGUE.setting(&e.name) {
+            Some(s) => (!s.quiet && !restates_default(e)).then_some((s.selects, e)),
+            None => unlisted_setting_made(e).then_some((false, e)),
+        })
         .collect();
     if set.is_empty() {
         return None;
     }
-    let tuning = set.iter().filter(|(s, _)| !s.selects).count();
+    let tuning = set.iter().filter(|(selects, _)| !selects).count();
     let evidence = set
         .iter()
         .map(|(_, e)| {

@@ -120,7 +120,41 @@ pub struct Setting {
     /// tuning NCCL: often required, named so the reader sees what the job was
     /// told (launchers such as Ray set some of these unasked).
     pub selects: bool,
+    /// It changes what NCCL reports, not what it does (debug output, dumps,
+    /// RAS): not a setting the diagnosis reports.
+    pub quiet: bool,
     pub meaning: &'static str,
+}
+
+/// Every variable NCCL reads by name, extracted from its release tags
+/// (`data/nccl-env-params.tsv`): a job's setting the table does not describe
+/// is still one it made.
+const ENV_PARAMS: &str = include_str!("../../data/nccl-env-params.tsv");
+
+/// A variable NCCL's source reads, as `data/nccl-env-params.tsv` records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvParam {
+    pub name: &'static str,
+    /// Its NCCL_PARAM default in the newest release that reads it (an integer).
+    pub default: Option<i64>,
+    /// The first minor version whose source names it (`2.12`).
+    pub since: &'static str,
+    /// Its source file under src/ in the newest release that reads it.
+    pub source: &'static str,
+}
+
+/// The variable `name` as NCCL's source reads it, if it does.
+pub fn env_param(name: &str) -> Option<EnvParam> {
+    ENV_PARAMS.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+        let mut cols = l.split('\t');
+        let found = cols.next()?;
+        (found == name).then(|| EnvParam {
+            name: found,
+            default: cols.next().and_then(|d| d.parse().ok()),
+            since: cols.next().unwrap_or(""),
+            source: cols.next().unwrap_or(""),
+        })
+    })
 }
 
 impl Setting {
@@ -144,6 +178,9 @@ pub enum Scope {
     /// The network the job used is an RDMA one (InfiniBand, RoCE, EFA, a
     /// plugin over them), not TCP sockets.
     Rdma,
+    /// Init stopped in NVLS (NVLink SHARP multicast) setup: its lines were
+    /// printed, and NCCL sets NVLS up after its rings and trees.
+    Nvls,
 }
 
 /// A cause public threads established for a failure whose log names none.
@@ -688,13 +725,46 @@ mod tests {
         );
     }
 
+    /// PyTorch's own words for NCCL's unique id not arriving through its store
+    /// (ProcessGroupNCCL broadcastUniqueNCCLID, both spellings), as public
+    /// reports quote them (huggingface/transformers#15618's `Socket Timeout`,
+    /// a Databricks notebook's `Connection reset by peer`, a vLLM benchmark's
+    /// `Broken pipe`), and its debug wrapper's collective mismatch.
+    #[test]
+    fn pytorch_unique_id_store_failures_and_collective_mismatch() {
+        let class = |text: &str| CATALOGUE.classify(Level::Framework, text).map(|m| m.row.class);
+        let store = "[3] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: ";
+        assert_eq!(class(&format!("RuntimeError: {store}Socket Timeout")), Some("bootstrap-connect-failure"));
+        assert_eq!(class(&format!("{store}wait timeout after 300000ms")), Some("bootstrap-connect-failure"));
+        assert_eq!(
+            class(&format!("torch.distributed.DistBackendError: {store}Connection reset by peer")),
+            Some("peer-lost")
+        );
+        assert_eq!(class(&format!("{store}Broken pipe")), Some("peer-lost"));
+        let old = store.replace("retrieving", "retreiving");
+        assert_eq!(class(&format!("{old}Socket Timeout")), Some("bootstrap-connect-failure"));
+        let mismatch = "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: CollectiveFingerPrint(OpType=ALLGATHER, TensorShape=[4]), but Rank 1 is running collective: CollectiveFingerPrint(OpType=ALLREDUCE).";
+        assert_eq!(class(mismatch), Some("collective-mismatch"));
+        // The source line of vLLM's traceback is not an NCCL error.
+        assert_eq!(class("    raise RuntimeError(f\"NCCL error: {error_str}\")"), None);
+    }
+
+    #[test]
+    fn variables_nccl_reads_are_known_with_their_defaults() {
+        let p2p = env_param("NCCL_IGNORE_DISABLED_P2P").unwrap();
+        assert_eq!((p2p.default, p2p.since, p2p.source), (Some(0), "2.12", "graph/paths.cc"));
+        assert!(env_param("NCCL_SOCKET_IFNAME").is_some_and(|p| p.default.is_none()));
+        assert!(env_param("NCCL_NOT_A_VARIABLE").is_none());
+        assert!(CATALOGUE.setting("NCCL_TOPO_DUMP_FILE").is_some_and(|s| s.quiet));
+    }
+
     #[test]
     fn settings_say_which_values_switch_a_path_off() {
         let level = CATALOGUE.setting("NCCL_P2P_LEVEL").unwrap();
         assert!(level.turns_off("LOC") && level.turns_off("loc") && !level.turns_off("NVL"));
         assert_eq!(level.class, Some("p2p-disabled"));
         assert!(CATALOGUE.setting("NCCL_GRAPH_FILE").is_some_and(|s| s.turns_off.is_empty()));
-        assert!(CATALOGUE.setting("NCCL_DEBUG").is_none());
+        assert!(CATALOGUE.setting("NCCL_DEBUG").is_some_and(|s| s.quiet && s.turns_off.is_empty()));
     }
 
     /// A suspect leads only when every fact it needs is shown, placed by the

@@ -32,10 +32,12 @@ pub enum Found<'a> {
 /// lines, which users paste beside NCCL's (`fi_getinfo:` the libfabric text without its prefix); `Test CUDA failure` is nccl-tests' own check, and
 /// `CUDA error:` / `Cuda error` a framework's, whose CUDA error text can name the cause (the
 /// fabric manager's `system not yet initialized`); `c10d`, `DistNetworkError` and the
-/// store's words are PyTorch's rendezvous failing before NCCL starts. The rest say why a
+/// store's words are PyTorch's rendezvous failing before NCCL starts (its
+/// `client socket` errors stand alone behind `RuntimeError:` too), and PyTorch's
+/// debug wrapper reports a `mismatch between collectives` in its own words. The rest say why a
 /// rank died: the kernel's and the scheduler's out-of-memory kills, a launcher's
 /// SIGKILL, the GPU driver's Xid reports, CUDA errors by their enum names.
-const GATE: [&str; 38] = [
+const GATE: [&str; 40] = [
     "NCCL",
     "nccl",
     "Nccl",
@@ -63,6 +65,8 @@ const GATE: [&str; 38] = [
     "signal 9",
     "return code = -9",
     "waiting for clients",
+    "client socket",
+    "mismatch between collectives",
     "store based barrier",
     "RendezvousTimeoutError",
     "server socket",
@@ -194,6 +198,18 @@ const MAX_TAGS: usize = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PyTorch's store errors stand behind a bare `RuntimeError:` too, and its
+    /// debug wrapper names no NCCL: both pass the gate.
+    #[test]
+    fn store_and_debug_wrapper_errors_pass_the_gate() {
+        for line in [
+            "RuntimeError: The client socket has timed out after 1800s while trying to connect to (10.0.0.1, 29500).",
+            "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: x, but Rank 1 is running collective: y.",
+        ] {
+            assert_eq!(recognise(line), Some(Found::Error), "{line}");
+        }
+    }
 
     #[test]
     fn why_a_rank_died_in_the_words_of_host_launcher_and_driver() {

@@ -39,6 +39,11 @@ pub enum Event<'a> {
         enabled: bool,
     },
     CommInit(CommInit<'a>),
+    /// A step of NVLS (NVLink SHARP multicast) setup: `NVLS comm 0x.. headRank`,
+    /// `NVLS Creating Multicast group`, `NVLS importing shareableHandle`,
+    /// `NVLS Bind mem`, ... (2.17+). NCCL sets NVLS up after its rings and
+    /// trees, as init's last large step (init.cc 2.17-2.30).
+    NvlsSetup,
     /// `comm 0x.. rank 0 nRanks 8 nNodes 4 localRanks 2 localRank 0 MNNVL 0`.
     CommNodes {
         comm: &'a str,
@@ -458,7 +463,25 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
     if message.starts_with("NET/") && message.contains("GPU Direct RDMA") {
         return gdr_for_hca(message);
     }
-    None
+    nvls_setup(message)
+}
+
+/// The NVLS lines of multicast setup (transport/nvls.cc, 2.17 to 2.30), not
+/// `NVLS multicast support is available` (printed early, before the graph
+/// search) nor `NVLS Trees` (the graph) nor the teardown's `Unbind`/`Unmap`.
+fn nvls_setup(message: &str) -> Option<Event<'_>> {
+    const STEPS: &[&str] = &[
+        "comm 0x",
+        "Creating Multicast group",
+        "Created Multicast group",
+        "importing shareableHandle",
+        "group ",
+        "Bind mem",
+        "Mapped ",
+        "rank ",
+    ];
+    let step = message.strip_prefix("NVLS ")?;
+    STEPS.iter().any(|s| step.starts_with(s)).then_some(Event::NvlsSetup)
 }
 
 /// `NCCL_IB_GID_INDEX set by environment to 3.` / `NCCL_ALGO set by environment to Ring`.
@@ -770,6 +793,29 @@ mod tests {
             parse("Tree 5 : -1 -> 3 -> 2/1/-1"),
             Some(Event::GraphTree { channel: 5, parent: -1, me: 3, children: vec![2, 1, -1] })
         );
+    }
+
+    /// NVLS multicast setup (transport/nvls.cc 2.17-2.30) is a step of init;
+    /// the early support line, the graph's NVLS trees and the teardown are not.
+    #[test]
+    fn nvls_setup_steps_and_what_is_not_one() {
+        for setup in [
+            "NVLS Bind mem 0xac0000000 UC handle 0x7f3310ccb240 MC handle 0x7f3310ccaa20 size 1073741824",
+            "NVLS comm 0x55d0c2a3e0f0 headRank 0 nHeads 8 buffSize 4194304 memSize 2097152 nvlsPerRankSize 201326592 nvlsTotalSize 1610612736",
+            "NVLS Creating Multicast group nranks 8 size 1610612736 on rank 0",
+            "NVLS importing shareableHandle 0x7f0c5c000b60 from rank 0",
+            "NVLS rank 3 (dev 3) alloc done, ucptr 0x7f0 ucgran 2097152 mcptr 0x7f1 mcgran 2097152 ucsize 1 mcsize 1 (inputsize 1)",
+        ] {
+            assert_eq!(parse(setup), Some(Event::NvlsSetup), "{setup}");
+        }
+        for other in [
+            "NVLS multicast support is available on dev 0 (NVLS_NCHANNELS 16)",
+            "NVLS Trees : 0/-1/-1->0->-1 1/-1/-1->0->-1",
+            "NVLS Unbind MC handle 7f0 size 1 dev 0",
+            "NVLS Unmap mem UC handle 0x1(0x2) ucsize 1 MC handle 0x3(0x4) mcsize 1",
+        ] {
+            assert_eq!(parse(other), None, "{other}");
+        }
     }
 
     #[test]

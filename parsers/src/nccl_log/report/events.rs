@@ -118,6 +118,7 @@ impl LogParser {
                 }
             }
             Event::CommInit(init) => self.comm_init(line, init),
+            Event::NvlsSetup => self.nvls_setup += 1,
             Event::CommNodes { comm, nranks, nnodes, .. } => {
                 let index = self.host(line.host).and_then(|h| h.comm_for_pointer(comm, line.pid));
                 let state = match index {

@@ -173,6 +173,7 @@ impl LogParser {
                 })
                 .collect(),
             init_complete: self.init_complete,
+            nvls_setup: self.nvls_setup,
             via: self.via,
             first_lines: self.first_lines,
             timeouts: self.timeouts,

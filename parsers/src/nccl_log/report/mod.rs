@@ -242,6 +242,7 @@ pub struct LogParser {
     /// The 1-based number of the line being read, for `first_lines`.
     line_number: u64,
     init_complete: u64,
+    nvls_setup: u64,
     input_name: String,
     nccl_tests: crate::nccl_tests::NcclTestsParser,
     tuning_table: super::tuning_table::TuningTable,
