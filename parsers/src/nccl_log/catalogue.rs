@@ -749,6 +749,20 @@ mod tests {
         assert_eq!(class("    raise RuntimeError(f\"NCCL error: {error_str}\")"), None);
     }
 
+    /// The store's retried connect is a warning even where it quotes the
+    /// socket's timeout (a Chinese write-up of a vLLM run quotes it so); a
+    /// failed store and PyTorch's driver check are errors.
+    #[test]
+    fn pytorch_store_retries_store_errors_and_driver_check() {
+        let retry = "[W728 15:01:59.562622567 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host 127.0.0.1:48315 - retrying (try=0, timeout=600000ms, delay=33924ms): The client socket has timed out after 600000ms while trying to connect to (127.0.0.1, 48315).";
+        let hit = CATALOGUE.classify(Level::Framework, retry).unwrap();
+        assert_eq!((hit.row.class, CATALOGUE.severity(hit.row)), ("bootstrap-connect-failure", Severity::Warning));
+        let store = CATALOGUE.classify(Level::Framework, "torch.distributed.DistStoreError: Socket Timeout").unwrap();
+        assert_eq!((store.row.class, CATALOGUE.severity(store.row)), ("bootstrap-connect-failure", Severity::Error));
+        let driver = "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).";
+        assert_eq!(CATALOGUE.classify(Level::Framework, driver).map(|m| m.row.class), Some("version-mismatch"));
+    }
+
     #[test]
     fn variables_nccl_reads_are_known_with_their_defaults() {
         let p2p = env_param("NCCL_IGNORE_DISABLED_P2P").unwrap();

@@ -32,12 +32,14 @@ pub enum Found<'a> {
 /// lines, which users paste beside NCCL's (`fi_getinfo:` the libfabric text without its prefix); `Test CUDA failure` is nccl-tests' own check, and
 /// `CUDA error:` / `Cuda error` a framework's, whose CUDA error text can name the cause (the
 /// fabric manager's `system not yet initialized`); `c10d`, `DistNetworkError` and the
-/// store's words are PyTorch's rendezvous failing before NCCL starts (its
-/// `client socket` errors stand alone behind `RuntimeError:` too), and PyTorch's
-/// debug wrapper reports a `mismatch between collectives` in its own words. The rest say why a
+/// store's words (`DistStoreError`, TCPStore's `TCP client failed`) are PyTorch's
+/// rendezvous failing before NCCL starts (its `client socket` errors stand alone
+/// behind `RuntimeError:` too); PyTorch's debug wrapper reports a `mismatch
+/// between collectives`, and its driver check `The NVIDIA driver on your system
+/// is too old`, in their own words. The rest say why a
 /// rank died: the kernel's and the scheduler's out-of-memory kills, a launcher's
 /// SIGKILL, the GPU driver's Xid reports, CUDA errors by their enum names.
-const GATE: [&str; 40] = [
+const GATE: [&str; 43] = [
     "NCCL",
     "nccl",
     "Nccl",
@@ -66,6 +68,9 @@ const GATE: [&str; 40] = [
     "return code = -9",
     "waiting for clients",
     "client socket",
+    "TCP client failed",
+    "DistStoreError",
+    "NVIDIA driver on your system",
     "mismatch between collectives",
     "store based barrier",
     "RendezvousTimeoutError",
@@ -200,12 +205,15 @@ mod tests {
     use super::*;
 
     /// PyTorch's store errors stand behind a bare `RuntimeError:` too, and its
-    /// debug wrapper names no NCCL: both pass the gate.
+    /// debug wrapper and driver check name no NCCL: all pass the gate.
     #[test]
     fn store_and_debug_wrapper_errors_pass_the_gate() {
         for line in [
             "RuntimeError: The client socket has timed out after 1800s while trying to connect to (10.0.0.1, 29500).",
             "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running collective: x, but Rank 1 is running collective: y.",
+            "[E TCPStore.cpp:370] TCP client failed to connect/validate to host 10.0.0.1:29500 - retrying (try=0): Connection refused",
+            "torch.distributed.DistStoreError: Socket Timeout",
+            "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).",
         ] {
             assert_eq!(recognise(line), Some(Found::Error), "{line}");
         }
