@@ -751,7 +751,8 @@ mod tests {
 
     /// The store's retried connect is a warning even where it quotes the
     /// socket's timeout (a Chinese write-up of a vLLM run quotes it so); a
-    /// failed store and PyTorch's driver check are errors.
+    /// failed store and PyTorch's driver check are errors; an NCCL_COMM_ID
+    /// NCCL cannot read is a setting's value, not the network.
     #[test]
     fn pytorch_store_retries_store_errors_and_driver_check() {
         let retry = "[W728 15:01:59.562622567 TCPStore.cpp:340] [c10d] TCP client failed to connect/validate to host 127.0.0.1:48315 - retrying (try=0, timeout=600000ms, delay=33924ms): The client socket has timed out after 600000ms while trying to connect to (127.0.0.1, 48315).";
@@ -759,6 +760,8 @@ mod tests {
         assert_eq!((hit.row.class, CATALOGUE.severity(hit.row)), ("bootstrap-connect-failure", Severity::Warning));
         let store = CATALOGUE.classify(Level::Framework, "torch.distributed.DistStoreError: Socket Timeout").unwrap();
         assert_eq!((store.row.class, CATALOGUE.severity(store.row)), ("bootstrap-connect-failure", Severity::Error));
+        let comm_id = "Invalid NCCL_COMM_ID, please use format: <ipv4>:<port> or [<ipv6>]:<port> or <hostname>:<port>";
+        assert_eq!(CATALOGUE.classify(Level::Warn, comm_id).map(|m| m.row.class), Some("configuration-error"));
         let driver = "RuntimeError: The NVIDIA driver on your system is too old (found version 11040).";
         assert_eq!(CATALOGUE.classify(Level::Framework, driver).map(|m| m.row.class), Some("version-mismatch"));
     }
