@@ -169,7 +169,7 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         return Some(Event::Collective(op));
     }
     let by_shape = match first {
-        b'C' => channel_line(message).or_else(|| collnet_line(message)),
+        b'C' => channel_line(message).or_else(|| collnet_line(message)).or_else(|| net_device_without_pci(message)),
         b'R' => ring_line(message),
         b'T' => trees(message).or_else(|| graph_tree(message)),
         b'N' => nccl_or_net(message),
@@ -464,6 +464,18 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
         return gdr_for_hca(message);
     }
     nvls_setup(message)
+}
+
+/// `Could not find real path of /sys/class/net/eth0/device` (2.4+): NCCL
+/// asked for the PCI path of a device of the network it set up and found
+/// none, as for a container's or VM's virtual NIC. Under /sys/class/net (IB
+/// devices are under /sys/class/infiniband, aws-ofi-nccl says `NET/OFI`) it
+/// is an interface of the socket transport (net_socket.cc in 2.4-2.5), where
+/// no `NET/Socket : Using` line lists them.
+fn net_device_without_pci(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("Could not find real path of /sys/class/net/")?;
+    let name = rest.split('/').next().filter(|n| !n.is_empty() && !n.contains(' '))?;
+    Some(Event::SocketInterfaces(vec![name]))
 }
 
 /// The NVLS lines of multicast setup (transport/nvls.cc, 2.17 to 2.30), not
@@ -793,6 +805,16 @@ mod tests {
             parse("Tree 5 : -1 -> 3 -> 2/1/-1"),
             Some(Event::GraphTree { channel: 5, parent: -1, me: 3, children: vec![2, 1, -1] })
         );
+    }
+
+    /// A socket interface without a PCI path names the interface (corpus 400,
+    /// 1065, 1280); an IB device's path and aws-ofi-nccl's line do not.
+    #[test]
+    fn a_socket_interface_without_a_pci_path_is_named() {
+        let line = "Could not find real path of /sys/class/net/eth0/device";
+        assert_eq!(parse(line), Some(Event::SocketInterfaces(vec!["eth0"])));
+        assert_eq!(parse("Could not find real path of /sys/class/infiniband/mlx5_0/device"), None);
+        assert_eq!(parse("Could not find real path of /sys/class/net/"), None);
     }
 
     /// NVLS multicast setup (transport/nvls.cc 2.17-2.30) is a step of init;

@@ -468,10 +468,15 @@ impl LogParser {
                 let coll_line = matches!(event, Event::Collective(_));
                 // A plugin line is a fact and may be a failure too (`dlerror=...
                 // version ... not found ... using internal implementation`).
-                // So is a communicator's end (`Abort COMPLETE`).
-                let plugin_line = matches!(event, Event::NetPlugin(_) | Event::CommInit(CommInit { ends: true, .. }));
+                // So are a communicator's end (`Abort COMPLETE`) and a network
+                // device without a PCI path (`Could not find real path of
+                // /sys/class/net/eth0/device`).
+                let also_notice = matches!(
+                    event,
+                    Event::NetPlugin(_) | Event::CommInit(CommInit { ends: true, .. }) | Event::SocketInterfaces(_)
+                );
                 self.event(&line, event);
-                if plugin_line && line.level == Level::Info {
+                if also_notice && line.level == Level::Info {
                     self.notice(&line);
                 }
                 // A launcher's tag (`srun -l`, `--tag-output`, Ray) before NCCL's
