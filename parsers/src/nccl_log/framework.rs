@@ -130,7 +130,8 @@ pub fn recognise(text: &str) -> Option<Found<'_>> {
         }
     }
     let row = CATALOGUE.classify(Level::Framework, trimmed)?;
-    Some(if row.row.pattern.contains("atchdog") { Found::Watchdog } else { Found::Error })
+    let timeout = row.row.pattern.contains("atchdog") || row.row.pattern.contains("collective operation timeout");
+    Some(if timeout { Found::Watchdog } else { Found::Error })
 }
 
 /// The framework's own error before the NCCL text it quotes on the same line
@@ -203,6 +204,25 @@ const MAX_TAGS: usize = 8;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PyTorch 1.7-1.8's timeout raised by the waiting call (NCCL_BLOCKING_WAIT)
+    /// is the watchdog's report in its older words: read as a timeout, with its
+    /// rank, operation and times; 1.8-1.10's note that another rank aborted its
+    /// communicators is that abort.
+    #[test]
+    fn older_pytorch_timeout_and_abort_words() {
+        let old = "RuntimeError: [Rank 0] Caught collective operation timeout: WorkNCCL(OpType=BROADCAST, TensorShape=[1], Timeout(ms)=1800000) ran for 1800102 milliseconds before timing out.";
+        assert_eq!(recognise(old), Some(Found::Watchdog));
+        let Some(super::super::message::Event::WatchdogTimeout { rank, op, timeout_ms, ran_ms, seq, .. }) =
+            super::super::message::watchdog(old)
+        else {
+            panic!("not a timeout: {old}");
+        };
+        assert_eq!((rank, op, timeout_ms, ran_ms, seq), (Some(0), "BROADCAST", Some(1_800_000), Some(1_800_102), None));
+        let aborted = "[E ProcessGroupNCCL.cpp:737] [Rank 3] Found key in store: NCCLABORTEDCOMM:3a0c, from rank: 1. This means that rank has aborted its NCCL communicators previously and is not in a healthy state.";
+        assert_eq!(recognise(aborted), Some(Found::Error));
+        assert_eq!(CATALOGUE.classify(Level::Framework, aborted).map(|m| m.row.class), Some("comm-aborted"));
+    }
 
     /// PyTorch's store errors stand behind a bare `RuntimeError:` too, and its
     /// debug wrapper and driver check name no NCCL: all pass the gate.

@@ -225,7 +225,13 @@ pub fn watchdog(message: &str) -> Option<Event<'_>> {
         let id = id.split([' ', '(', ']']).next()?;
         (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
     };
-    if let Some(at) = message.find("Watchdog caught collective operation timeout") {
+    // PyTorch 1.9+'s watchdog; 1.7-1.8 with NCCL_BLOCKING_WAIT=1 raised the
+    // same report from the waiting call: `[Rank 0] Caught collective operation
+    // timeout: WorkNCCL(OpType=BROADCAST, ...) ran for N milliseconds ...`.
+    let timeout = message
+        .find("Watchdog caught collective operation timeout")
+        .or_else(|| message.find("Caught collective operation timeout"));
+    if let Some(at) = timeout {
         let work = &message[at..];
         let op = work.find("OpType=").map_or("", |i| work[i + 7..].split([',', ')']).next().unwrap_or(""));
         return Some(Event::WatchdogTimeout {
