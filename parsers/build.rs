@@ -208,6 +208,7 @@ const SCOPES: &[(&str, &str)] = &[
     ("connecting", "Connecting"),
     ("rdma", "Rdma"),
     ("nvls", "Nvls"),
+    ("gdr-forced", "GdrForced"),
 ];
 
 const SEVERITIES: &[(&str, &str)] = &[("info", "Info"), ("warning", "Warning"), ("error", "Error")];

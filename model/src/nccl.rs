@@ -121,6 +121,11 @@ pub struct CollectiveTimeout {
     pub ran_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_completed: Option<u64>,
+    /// The process group's rank count, where the operation's sizes give it:
+    /// an all-gather's `NumelOut` is `NumelIn` times the ranks, a
+    /// reduce-scatter's `NumelIn` is `NumelOut` times them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<u32>,
     pub file: String,
     pub line: u64,
 }

@@ -85,7 +85,8 @@ pub(super) fn collective_timeout(inputs: &Inputs) -> Option<Finding> {
             };
             let last = t.last_completed.map_or(String::new(), |c| format!("; last completed work {c}"));
             let seq = t.seq.map_or(String::new(), |s| format!(" #{s}"));
-            Evidence { at: format!("{}:{}", t.file, t.line), text: format!("{rank}: {}{seq}{ran}{last}", t.op) }
+            let group = t.group_size.map_or(String::new(), |n| format!(" in a group of {n} ranks"));
+            Evidence { at: format!("{}:{}", t.file, t.line), text: format!("{rank}: {}{seq}{group}{ran}{last}", t.op) }
         })
         .collect();
     evidence

@@ -34,6 +34,12 @@ pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &Ncc
     if progressed {
         shown.insert(0, catalogue::Scope::AfterProgress);
     }
+    // A GPUDirect path the job forced past NCCL's own limit is the data
+    // path's first suspect: the job chose it, and turning it off is the test.
+    let forced = report.env_overrides.iter().any(|e| e.name == "NCCL_NET_GDR_LEVEL" && catalogue::gdr_forced(&e.value));
+    if forced {
+        shown.insert(0, catalogue::Scope::GdrForced);
+    }
     // Where a hung job's lines stop says more than the job's scope too.
     for (i, scope) in stopped.iter().enumerate() {
         shown.insert(i, *scope);

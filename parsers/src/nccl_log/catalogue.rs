@@ -181,6 +181,21 @@ pub enum Scope {
     /// Init stopped in NVLS (NVLink SHARP multicast) setup: its lines were
     /// printed, and NCCL sets NVLS up after its rings and trees.
     Nvls,
+    /// The job forced GPUDirect RDMA past NCCL's own distance limit
+    /// (`NCCL_NET_GDR_LEVEL` at PHB or SYS, see [`gdr_forced`]): the path
+    /// NCCL would not have chosen carries the data.
+    GdrForced,
+}
+
+/// Whether a `NCCL_NET_GDR_LEVEL` value lets GPUDirect RDMA cross a host
+/// bridge or the CPU interconnect (PHB, SYS; as numbers 3 and up, the
+/// pre-2.4 scale NCCL still reads). NCCL's own limit is PXB (a PCIe switch
+/// shared by NIC and GPU), past which it stages through host memory; on many
+/// platforms a GPUDirect write through the root complex stalls or is slow
+/// (NCCL's environment documentation, NCCL_NET_GDR_LEVEL).
+pub fn gdr_forced(value: &str) -> bool {
+    let value = value.trim().trim_end_matches('.');
+    ["PHB", "SYS"].iter().any(|v| value.eq_ignore_ascii_case(v)) || value.parse::<u32>().is_ok_and(|n| n >= 3)
 }
 
 /// A cause public threads established for a failure whose log names none.
@@ -582,6 +597,16 @@ impl Catalogue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpudirect_is_forced_past_a_pcie_switch_only() {
+        for value in ["PHB", "sys", "3", "4", "5", "PHB."] {
+            assert!(gdr_forced(value), "{value}");
+        }
+        for value in ["LOC", "PIX", "PXB", "0", "2", "", "on"] {
+            assert!(!gdr_forced(value), "{value}");
+        }
+    }
 
     #[test]
     fn the_shipped_table_is_compiled_in_whole() {

@@ -39,7 +39,9 @@ pub enum Found<'a> {
 /// is too old`, in their own words. The rest say why a
 /// rank died: the kernel's and the scheduler's out-of-memory kills, a launcher's
 /// SIGKILL, the GPU driver's Xid reports, CUDA errors by their enum names.
-const GATE: [&str; 43] = [
+/// `both on CUDA device` is init.cc's duplicate-GPU check repeated without its
+/// `Duplicate GPU detected :` head, as wrappers and write-ups quote it.
+const GATE: [&str; 44] = [
     "NCCL",
     "nccl",
     "Nccl",
@@ -83,6 +85,7 @@ const GATE: [&str; 43] = [
     "NVML",
     "CUDA_ERROR_",
     "cudaError",
+    "both on CUDA device",
 ];
 
 /// How a fatal signal is reported: libc's `Bus error (core dumped)`, UCX's and

@@ -97,6 +97,8 @@ pub enum Event<'a> {
         op: &'a str,
         timeout_ms: Option<u64>,
         ran_ms: Option<u64>,
+        /// The group's rank count from `NumelIn`/`NumelOut` (see [`group_size`]).
+        group_size: Option<u32>,
     },
     /// `[... Rank 1] Exception (either an error or timeout) detected by watchdog at
     /// work: 808, last enqueued NCCL work: 811, last completed NCCL work: 807.`
@@ -241,6 +243,7 @@ pub fn watchdog(message: &str) -> Option<Event<'_>> {
             op,
             timeout_ms: after(work, "Timeout(ms)="),
             ran_ms: after(work, "ran for "),
+            group_size: group_size(op, after(work, "NumelIn="), after(work, "NumelOut=")),
         });
     }
     let at = message.find("detected by watchdog at work")?;
@@ -248,6 +251,24 @@ pub fn watchdog(message: &str) -> Option<Event<'_>> {
         rank: rank_before(at),
         last_completed: after(&message[at..], "last completed NCCL work: "),
     })
+}
+
+/// A process group's rank count from one of PyTorch's work sizes (2.0+ print
+/// `NumelIn=1, NumelOut=4`): an all-gather's output is its input from every
+/// rank, a reduce-scatter's input is every rank's share. Other operations'
+/// sizes say nothing of it, and a ratio that is not whole is no count.
+fn group_size(op: &str, numel_in: Option<u64>, numel_out: Option<u64>) -> Option<u32> {
+    let (whole, part) = if op.contains("ALLGATHER") {
+        (numel_out?, numel_in?)
+    } else if op.contains("REDUCE_SCATTER") {
+        (numel_in?, numel_out?)
+    } else {
+        return None;
+    };
+    if part == 0 || whole % part != 0 {
+        return None;
+    }
+    u32::try_from(whole / part).ok().filter(|n| *n > 0)
 }
 
 fn num<T: std::str::FromStr>(text: &str) -> Option<T> {
@@ -742,6 +763,24 @@ fn protocol_name(id: &str) -> &str {
 mod tests {
     use super::*;
     use topo_model::nccl::Direction;
+
+    #[test]
+    fn a_watchdogs_gather_and_scatter_sizes_give_the_group_size() {
+        // PyTorch 2.x (corpus 1326): an all-gather's output is every rank's input.
+        let line = "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=493, OpType=ALLGATHER, \
+                    NumelIn=1, NumelOut=4, Timeout(ms)=60000) ran for 60044 milliseconds before timing out.";
+        let Some(Event::WatchdogTimeout { group_size: size, op, seq, .. }) = watchdog(line) else { panic!("not read") };
+        assert_eq!((size, op, seq), (Some(4), "ALLGATHER", Some(493)));
+        // A reduce-scatter's input is every rank's share of it.
+        assert_eq!(group_size("_REDUCE_SCATTER_BASE", Some(544_997_376), Some(68_124_672)), Some(8));
+        // An all-reduce's sizes are equal whatever the group; an uneven ratio,
+        // a zero or a missing size is no count.
+        assert_eq!(group_size("ALLREDUCE", Some(10), Some(10)), None);
+        assert_eq!(group_size("ALLGATHER", Some(3), Some(10)), None);
+        assert_eq!(group_size("ALLGATHER", Some(0), Some(10)), None);
+        assert_eq!(group_size("ALLGATHER", None, Some(10)), None);
+        assert_eq!(group_size("ALLGATHER", Some(1), Some(u64::MAX)), None);
+    }
 
     #[test]
     fn connections_of_every_era() {

@@ -11,7 +11,7 @@ impl LogParser {
     /// second one cost 5 % of `topo nccl`'s throughput: it was no longer inlined).
     pub(super) fn watchdog(&mut self, event: Event) {
         match event {
-            Event::WatchdogTimeout { rank, pg, seq, op, timeout_ms, ran_ms } => {
+            Event::WatchdogTimeout { rank, pg, seq, op, timeout_ms, ran_ms, group_size } => {
                 let known = self.timeouts.iter().any(|t| t.rank == rank && t.seq == seq);
                 if !known && self.timeouts.len() < MAX_TIMEOUTS {
                     self.timeouts.push(CollectiveTimeout {
@@ -22,6 +22,7 @@ impl LogParser {
                         timeout_ms,
                         ran_ms,
                         last_completed: None,
+                        group_size,
                         file: self.input_name.clone(),
                         line: self.line_number,
                     });

@@ -20,7 +20,14 @@ impl LogParser {
         let (tuning_table, tuning_ranges) = self.tuning_table.finish();
         let mut collectives_sorted = self.collectives;
         collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
-        let hosts = canonical_hosts(&host_lines);
+        let host_pids: HashMap<String, BTreeSet<Option<u64>>> = self
+            .hosts
+            .iter()
+            .filter(|(h, _)| host_lines.contains_key(h.as_str()))
+            .map(|(h, s)| (h.clone(), s.pids.clone()))
+            .collect();
+        let mut hosts = canonical_hosts(&host_lines);
+        fold_cut_heads(&mut hosts, &host_lines, &host_pids);
         let rename = |h: &str| hosts.get(h).cloned().unwrap_or_else(|| h.to_string());
         let host_list: Vec<String> = hosts.values().cloned().collect::<BTreeSet<_>>().into_iter().collect();
         let processes: BTreeSet<(String, Option<u64>)> = self

@@ -955,6 +955,38 @@ fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
         .collect()
 }
 
+/// A name that is the tail of another known name whose process it shares
+/// (`06c0s1b1n0:1436708:..` beside `x3006c0s1b1n0:1436708:..`): another
+/// process's write cut the line's head. It is folded into the whole name,
+/// printed more often; a shared pid keeps two real hosts whose names end
+/// alike (`node1`, `gpunode1`) apart.
+fn fold_cut_heads(
+    canonical: &mut HashMap<String, String>,
+    lines: &HashMap<String, u64>,
+    pids: &HashMap<String, BTreeSet<Option<u64>>>,
+) {
+    let mut by_pid: HashMap<u64, Vec<&str>> = HashMap::new();
+    for (host, set) in pids {
+        for pid in set.iter().flatten() {
+            by_pid.entry(*pid).or_default().push(host);
+        }
+    }
+    let mut folded = Vec::new();
+    for (name, count) in lines {
+        if canonical.get(name) != Some(name) {
+            continue;
+        }
+        let Some(own) = pids.get(name) else { continue };
+        let whole = own.iter().flatten().filter_map(|pid| by_pid.get(pid)).flatten().find(|other| {
+            other.len() > name.len() && other.ends_with(name.as_str()) && lines.get(**other).is_some_and(|c| c > count)
+        });
+        if let Some(whole) = whole {
+            folded.push((name.clone(), canonical.get(*whole).cloned().unwrap_or_else(|| whole.to_string())));
+        }
+    }
+    canonical.extend(folded);
+}
+
 /// The message of a WARN line that lost only its `host:pid:tid [dev]` prefix
 /// (`include/socket.h:344 WARN Socket creation failed : ...`, as a launcher or
 /// a paste keeps it): without NCCL's source location and level word.
@@ -1116,6 +1148,29 @@ mod tests {
         // Whole on its line: the bare line after it is not joined.
         let whole = read("h:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\nfrom peer x with status=1\n");
         assert_eq!(whole[0].text, "Cuda failure 'out of memory'");
+    }
+
+    #[test]
+    fn hostnames_with_their_head_cut_fold_into_the_whole_one() {
+        let lines: HashMap<String, u64> = [
+            ("x3006c0s1b1n0".to_string(), 300),
+            ("06c0s1b1n0".to_string(), 1),
+            ("gpunode1".to_string(), 50),
+            ("node1".to_string(), 20),
+        ]
+        .into();
+        let pids: HashMap<String, BTreeSet<Option<u64>>> = [
+            ("x3006c0s1b1n0".to_string(), [Some(1436708), Some(1436705)].into()),
+            ("06c0s1b1n0".to_string(), [Some(1436708)].into()),
+            ("gpunode1".to_string(), [Some(7)].into()),
+            ("node1".to_string(), [Some(8)].into()),
+        ]
+        .into();
+        let mut canonical = canonical_hosts(&lines);
+        fold_cut_heads(&mut canonical, &lines, &pids);
+        assert_eq!(canonical["06c0s1b1n0"], "x3006c0s1b1n0");
+        // Two hosts whose names end alike, with no process in common, stay two.
+        assert_eq!(canonical["node1"], "node1");
     }
 
     #[test]
