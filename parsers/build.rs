@@ -51,6 +51,8 @@ struct Message {
     carries: Option<String>,
     #[serde(default)]
     after_failure: bool,
+    #[serde(default)]
+    bare: bool,
 }
 
 #[derive(Deserialize)]
@@ -259,7 +261,7 @@ fn main() {
         let also: Vec<String> = m.also.iter().map(|a| lit(a)).collect();
         let _ = writeln!(
             out,
-            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {} }},",
+            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {}, bare: {} }},",
             lit(&m.pattern),
             variant("Level", &m.level, LEVELS, &row),
             opt(&m.versions),
@@ -271,7 +273,8 @@ fn main() {
             also.join(", "),
             opt(&m.only_in),
             opt(&m.carries),
-            m.after_failure
+            m.after_failure,
+            m.bare
         );
         let compiled = pattern::Pattern::new(&m.pattern);
         let literals: Vec<String> = compiled.literals().iter().map(|l| lit(l)).collect();

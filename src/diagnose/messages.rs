@@ -15,6 +15,8 @@ use topo_parsers::nccl_log::catalogue::{self, CATALOGUE, Level};
 pub(super) const UNCLASSIFIED_WARNING: &str = "nccl-warning";
 /// A peer went away (a connection closed, a remote error).
 const PEER_LOST: &str = "peer-lost";
+const COMM_ABORTED: &str = "comm-aborted";
+const COLLECTIVE_TIMEOUT: &str = "collective-timeout";
 /// The class of the bootstrap's source files in the table's `sources`.
 const BOOTSTRAP: &str = "bootstrap-connect-failure";
 
@@ -152,11 +154,22 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     // The earliest message of the trail that is not a benign notice: the
     // cause, when the job failed. A specific WARN beats a framework echo.
     let fatal = fatal(report);
-    let causal = said
+    let first = said
         .iter()
         .filter(|s| table_severity(s) > Severity::Info && s.warning.text != "NCCL ABORT")
-        .min_by_key(|s| (code_of(s) == UNEXPLAINED_ERROR, is_wrapper(s), position(s.warning)))
-        .map(|s| code_of(s));
+        .min_by_key(|s| (code_of(s) == UNEXPLAINED_ERROR, is_wrapper(s), position(s.warning)));
+    // A framework's abort or bare error after a watchdog timeout in the same
+    // file (`watchdog thread terminated with exception` under `Watchdog
+    // caught collective operation timeout`) is the timeout's consequence:
+    // the timeout is the first failure.
+    let timed_out_before =
+        |s: &Said| report.timeouts.iter().any(|t| t.file == s.warning.file && t.line < s.warning.line);
+    let causal = first.map(|s| match code_of(s) {
+        code if (code == COMM_ABORTED || code == UNEXPLAINED_ERROR) && is_wrapper(s) && timed_out_before(s) => {
+            COLLECTIVE_TIMEOUT.to_string()
+        }
+        code => code,
+    });
 
     // The first failure is a connection the peer closed, and the error trail
     // runs through the bootstrap (`bootstrap.cc:701 -> 6`): the ranks'

@@ -95,6 +95,10 @@ pub struct Message {
     /// A line every run prints at its end (a local rank closing its proxy
     /// connection): a finding only when the log shows a failure.
     pub after_failure: bool,
+    /// The text is NCCL's own even without its prefix and though short
+    /// (`Cuda failure 999 'unknown error'`, include/checks.h's wording, which
+    /// frameworks spell `CUDA error`): a pasted line of it alone is NCCL output.
+    pub bare: bool,
 }
 
 /// The subsystem an NCCL source file belongs to.
@@ -344,7 +348,7 @@ impl Catalogue {
             let Some(word) = pattern.first_word() else { continue };
             match row.level {
                 Level::Info => info_by_word.entry(word).or_default().push(i),
-                Level::Warn if pattern.specificity() >= MIN_BARE_LITERAL => {
+                Level::Warn if pattern.specificity() >= MIN_BARE_LITERAL || row.bare => {
                     warn_by_word.entry(word).or_default().push(i)
                 }
                 _ => {}

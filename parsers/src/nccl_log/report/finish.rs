@@ -246,6 +246,12 @@ impl LogParser {
         if report.network.devices.is_empty() {
             report.network.devices = report.network.gdr_by_hca.keys().cloned().collect();
         }
+        // Without NCCL's device list, the IB devices its warnings name.
+        if report.network.devices.is_empty() {
+            let named: BTreeSet<String> =
+                report.warnings.iter().filter_map(|w| ib_device_named(&w.text)).map(str::to_string).collect();
+            report.network.devices = named.into_iter().collect();
+        }
         let printed = report.communicators.iter().filter_map(|c| c.nnodes).max();
         let named = u32::try_from(report.hosts.len()).ok().filter(|n| *n > 0);
         // nccl-tests' device table names each rank's host, also when NCCL_DEBUG was off.
@@ -268,5 +274,64 @@ impl LogParser {
             report.nodes_at_least = true;
         }
         report
+    }
+}
+
+/// The IB device an IB warning names, with its port where it gives one: the
+/// async event thread's `NET/IB : mlx5_0:1 Got async event` (net_ib.cc, all
+/// versions), ibv_modify_qp's `on dev mlx5_bond_1:1, curr state` (ibvwrap.cc,
+/// 2.23+), a completion error's trailing `hca mlx5_11` (net_ib.cc, 2.19+).
+/// These devices carried the job's traffic; a device NCCL could not open
+/// did not, and is not taken.
+fn ib_device_named(text: &str) -> Option<&str> {
+    fn device(s: &str) -> bool {
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
+    fn with_port(token: &str) -> Option<&str> {
+        let (name, number) = token.split_once(':')?;
+        (device(name) && !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit())).then_some(token)
+    }
+    if let Some(rest) = text.strip_prefix("NET/IB : ")
+        && rest.contains("event")
+        && let Some(token) = rest.split(' ').next().and_then(with_port)
+    {
+        return Some(token);
+    }
+    if let Some(at) = text.find(" on dev ") {
+        let token = text[at + " on dev ".len()..].split([',', ' ']).next()?;
+        return with_port(token);
+    }
+    let (_, last) = text.rsplit_once(" hca ")?;
+    device(last.trim_end()).then_some(last.trim_end())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ib_device_named;
+
+    #[test]
+    fn ib_warnings_name_the_device_they_happened_on() {
+        let cases = [
+            ("NET/IB : mlx5_0:1 Got async event : local access violation work queue error", Some("mlx5_0:1")),
+            (
+                "NET/IB : mlx5_ib0:1 async fatal event on QP (0x7f69f01519a8): local access violation",
+                Some("mlx5_ib0:1"),
+            ),
+            (
+                "Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_bond_1:1, curr state INIT",
+                Some("mlx5_bond_1:1"),
+            ),
+            (
+                "NET/IB : Got completion from peer 10.0.0.6<5000> with status=12 opcode=0 len=0 vendor err 129 (Recv) localGid ::ffff:10.0.106.5 remoteGids::ffff:10.0.106.6 hca mlx5_11",
+                Some("mlx5_11"),
+            ),
+            // A device NCCL could not open carried nothing.
+            ("NET/IB : Unable to open device erdma_1", None),
+            ("NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>", None),
+            ("Cuda failure 'out of memory'", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(ib_device_named(text), want, "{text}");
+        }
     }
 }

@@ -195,6 +195,10 @@ pub struct LogParser {
     last_error_wait: u8,
     /// An XLA quote of NCCL's text wrapped over lines, until it closes.
     open_quote: Option<OpenQuote>,
+    /// A watchdog report cut after `operation timeout:` (a terminal's wrap,
+    /// a paste): its text so far and the timeout it made, until its
+    /// `WorkNCCL(...)` lines come (see [`LogParser::watchdog_goes_on`]).
+    wrapped_watchdog: Option<(String, usize)>,
     /// The last WARN line until the next line is read (see [`HeldWarn`]).
     held_warn: Option<HeldWarn>,
     /// The held WARN's line, prefix and all, and any continuations after a
@@ -547,6 +551,9 @@ impl LogParser {
         if self.open_quote.is_some() && self.quote_goes_on(text.trim()) {
             return true;
         }
+        if self.wrapped_watchdog.is_some() && self.watchdog_goes_on(text.trim()) {
+            return true;
+        }
         if self.last_error_wait > 0 && !text.trim().is_empty() {
             // Another process's line between (vLLM's workers write one output):
             // not the text, which is the next line of the same process.
@@ -604,9 +611,44 @@ impl LogParser {
                 Some(Event::WatchdogProgress { rank: of, .. }) if !self.timeouts.iter().any(|t| t.rank == of) => {
                     self.add_framework_error(text.trim(), None, rank)
                 }
-                Some(event) => self.watchdog(event),
+                Some(event) => {
+                    let cut = matches!(event, Event::WatchdogTimeout { op: "", .. }) && text.trim_end().ends_with(':');
+                    let before = self.timeouts.len();
+                    self.watchdog(event);
+                    if cut && self.timeouts.len() > before {
+                        self.wrapped_watchdog = Some((text.trim().to_string(), before));
+                    }
+                }
                 None => self.add_framework_error(text.trim(), None, rank),
             },
+        }
+        true
+    }
+
+    /// A line that continues a watchdog report cut after `operation
+    /// timeout:` (`WorkNCCL(SeqNum=1, OpType=ALLREDUCE, ...` and, wrapped
+    /// again, `Timeout(ms)=600000) ran for ...`): the report is read again
+    /// whole and replaces what its first line gave. Anything else ends it.
+    fn watchdog_goes_on(&mut self, text: &str) -> bool {
+        let Some((mut head, index)) = self.wrapped_watchdog.take() else { return false };
+        let text = framework::without_rank_tag(text);
+        let continues = if head.ends_with(':') { text.starts_with("WorkNCCL(") } else { !text.is_empty() };
+        if !continues || head.len() + text.len() > MAX_EVIDENCE_CHARS * 4 {
+            return false;
+        }
+        head.push(' ');
+        head.push_str(text);
+        if let Some(Event::WatchdogTimeout { seq, op, timeout_ms, ran_ms, group_size, .. }) = message::watchdog(&head)
+            && let Some(timeout) = self.timeouts.get_mut(index)
+        {
+            (timeout.seq, timeout.op) = (seq.or(timeout.seq), op.to_string());
+            (timeout.timeout_ms, timeout.ran_ms) = (timeout_ms.or(timeout.timeout_ms), ran_ms.or(timeout.ran_ms));
+            timeout.group_size = group_size.or(timeout.group_size);
+        }
+        self.nccl_lines += 1;
+        // The report ends with `before timing out.`; until then the next line may go on.
+        if !head.contains("timing out") && text.contains("WorkNCCL(") && !text.ends_with(')') {
+            self.wrapped_watchdog = Some((head, index));
         }
         true
     }
@@ -1083,6 +1125,27 @@ mod tests {
             parser.line(line, n as u64 + 1);
         }
         parser.finish()
+    }
+
+    /// A watchdog report cut after `operation timeout:` is read whole across
+    /// its lines (the real cases are corpus 1032, three lines, and 1440, two);
+    /// a line that is no continuation ends it, and the first line's timeout
+    /// stays as it was.
+    #[test]
+    fn a_watchdog_report_wrapped_over_lines_is_read_whole() {
+        let three = "[Rank 1] Watchdog caught collective operation timeout:\n\
+                     WorkNCCL(SeqNum=12590, OpType=_ALLGATHER_BASE, NumelIn=1404928, NumelOut=2809856,\n\
+                     \x20        Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n";
+        let t = &report_of(three).timeouts[0];
+        assert_eq!((t.rank, t.seq, t.op.as_str()), (Some(1), Some(12590), "_ALLGATHER_BASE"));
+        assert_eq!((t.timeout_ms, t.ran_ms, t.group_size, t.line), (Some(600_000), Some(600_060), Some(2), 1));
+        let two = "Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=1, OpType=ALLREDUCE)\n";
+        let t = &report_of(two).timeouts[0];
+        assert_eq!((t.seq, t.op.as_str()), (Some(1), "ALLREDUCE"));
+        // Something else next: the timeout keeps what its line gave.
+        let cut = "[Rank 0] Watchdog caught collective operation timeout:\nTraceback (most recent call last):\n";
+        let report = report_of(cut);
+        assert_eq!((report.timeouts.len(), report.timeouts[0].op.as_str()), (1, ""));
     }
 
     /// Hand-made: the bounds of a wrapped quote. One never closed is read as
