@@ -196,9 +196,10 @@ pub struct LogParser {
     /// An XLA quote of NCCL's text wrapped over lines, until it closes.
     open_quote: Option<OpenQuote>,
     /// A watchdog report cut after `operation timeout:` (a terminal's wrap,
-    /// a paste): its text so far and the timeout it made, until its
-    /// `WorkNCCL(...)` lines come (see [`LogParser::watchdog_goes_on`]).
-    wrapped_watchdog: Option<(String, usize)>,
+    /// a paste): its text so far, the timeout it made and its last line's
+    /// number, until its `WorkNCCL(...)` lines come on the lines right after
+    /// (see [`LogParser::watchdog_goes_on`]).
+    wrapped_watchdog: Option<(String, usize, u64)>,
     /// The last WARN line until the next line is read (see [`HeldWarn`]).
     held_warn: Option<HeldWarn>,
     /// The held WARN's line, prefix and all, and any continuations after a
@@ -616,7 +617,7 @@ impl LogParser {
                     let before = self.timeouts.len();
                     self.watchdog(event);
                     if cut && self.timeouts.len() > before {
-                        self.wrapped_watchdog = Some((text.trim().to_string(), before));
+                        self.wrapped_watchdog = Some((text.trim().to_string(), before, self.line_number));
                     }
                 }
                 None => self.add_framework_error(text.trim(), None, rank),
@@ -630,10 +631,10 @@ impl LogParser {
     /// again, `Timeout(ms)=600000) ran for ...`): the report is read again
     /// whole and replaces what its first line gave. Anything else ends it.
     fn watchdog_goes_on(&mut self, text: &str) -> bool {
-        let Some((mut head, index)) = self.wrapped_watchdog.take() else { return false };
+        let Some((mut head, index, last)) = self.wrapped_watchdog.take() else { return false };
         let text = framework::without_rank_tag(text);
         let continues = if head.ends_with(':') { text.starts_with("WorkNCCL(") } else { !text.is_empty() };
-        if !continues || head.len() + text.len() > MAX_EVIDENCE_CHARS * 4 {
+        if !continues || self.line_number != last + 1 || head.len() + text.len() > MAX_EVIDENCE_CHARS * 4 {
             return false;
         }
         head.push(' ');
@@ -648,7 +649,7 @@ impl LogParser {
         self.nccl_lines += 1;
         // The report ends with `before timing out.`; until then the next line may go on.
         if !head.contains("timing out") && text.contains("WorkNCCL(") && !text.ends_with(')') {
-            self.wrapped_watchdog = Some((head, index));
+            self.wrapped_watchdog = Some((head, index, self.line_number));
         }
         true
     }
@@ -1142,6 +1143,9 @@ mod tests {
         let two = "Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=1, OpType=ALLREDUCE)\n";
         let t = &report_of(two).timeouts[0];
         assert_eq!((t.seq, t.op.as_str()), (Some(1), "ALLREDUCE"));
+        // Not on the next line (an NCCL line between): not its continuation.
+        let apart = "Watchdog caught collective operation timeout:\nh:1:2 [0] NCCL INFO x\nWorkNCCL(SeqNum=1, OpType=ALLREDUCE)\n";
+        assert_eq!(report_of(apart).timeouts[0].op, "");
         // Something else next: the timeout keeps what its line gave.
         let cut = "[Rank 0] Watchdog caught collective operation timeout:\nTraceback (most recent call last):\n";
         let report = report_of(cut);
