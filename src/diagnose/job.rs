@@ -112,7 +112,7 @@ pub(super) fn collective_timeout(inputs: &Inputs) -> Option<Finding> {
         }
     }
     Some(Finding::new(
-        "collective-timeout",
+        super::messages::COLLECTIVE_TIMEOUT,
         Severity::Error,
         "Collectives timed out".into(),
         evidence,

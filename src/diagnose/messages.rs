@@ -16,7 +16,8 @@ pub(super) const UNCLASSIFIED_WARNING: &str = "nccl-warning";
 /// A peer went away (a connection closed, a remote error).
 const PEER_LOST: &str = "peer-lost";
 const COMM_ABORTED: &str = "comm-aborted";
-const COLLECTIVE_TIMEOUT: &str = "collective-timeout";
+/// The code of a collective that timed out (the watchdog's, NCCL's own).
+pub(super) const COLLECTIVE_TIMEOUT: &str = "collective-timeout";
 /// The class of the bootstrap's source files in the table's `sources`.
 const BOOTSTRAP: &str = "bootstrap-connect-failure";
 

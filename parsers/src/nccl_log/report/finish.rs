@@ -20,11 +20,11 @@ impl LogParser {
         let (tuning_table, tuning_ranges) = self.tuning_table.finish();
         let mut collectives_sorted = self.collectives;
         collectives_sorted.sort_by(|a, b| a.0.cmp(&b.0));
-        let host_pids: HashMap<String, BTreeSet<Option<u64>>> = self
+        let host_pids: HashMap<&str, &BTreeSet<Option<u64>>> = self
             .hosts
             .iter()
             .filter(|(h, _)| host_lines.contains_key(h.as_str()))
-            .map(|(h, s)| (h.clone(), s.pids.clone()))
+            .map(|(h, s)| (h.as_str(), &s.pids))
             .collect();
         let mut hosts = canonical_hosts(&host_lines);
         fold_cut_heads(&mut hosts, &host_lines, &host_pids);

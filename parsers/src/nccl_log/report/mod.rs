@@ -1006,12 +1006,12 @@ fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
 fn fold_cut_heads(
     canonical: &mut HashMap<String, String>,
     lines: &HashMap<String, u64>,
-    pids: &HashMap<String, BTreeSet<Option<u64>>>,
+    pids: &HashMap<&str, &BTreeSet<Option<u64>>>,
 ) {
     let mut by_pid: HashMap<u64, Vec<&str>> = HashMap::new();
     for (host, set) in pids {
         for pid in set.iter().flatten() {
-            by_pid.entry(*pid).or_default().push(host);
+            by_pid.entry(*pid).or_default().push(*host);
         }
     }
     let mut folded = Vec::new();
@@ -1019,7 +1019,7 @@ fn fold_cut_heads(
         if canonical.get(name) != Some(name) {
             continue;
         }
-        let Some(own) = pids.get(name) else { continue };
+        let Some(own) = pids.get(name.as_str()) else { continue };
         let whole = own.iter().flatten().filter_map(|pid| by_pid.get(pid)).flatten().find(|other| {
             other.len() > name.len() && other.ends_with(name.as_str()) && lines.get(**other).is_some_and(|c| c > count)
         });
@@ -1226,13 +1226,13 @@ mod tests {
             ("node1".to_string(), 20),
         ]
         .into();
-        let pids: HashMap<String, BTreeSet<Option<u64>>> = [
-            ("x3006c0s1b1n0".to_string(), [Some(1436708), Some(1436705)].into()),
-            ("06c0s1b1n0".to_string(), [Some(1436708)].into()),
-            ("gpunode1".to_string(), [Some(7)].into()),
-            ("node1".to_string(), [Some(8)].into()),
-        ]
-        .into();
+        let sets: Vec<(&str, BTreeSet<Option<u64>>)> = vec![
+            ("x3006c0s1b1n0", [Some(1436708), Some(1436705)].into()),
+            ("06c0s1b1n0", [Some(1436708)].into()),
+            ("gpunode1", [Some(7)].into()),
+            ("node1", [Some(8)].into()),
+        ];
+        let pids: HashMap<&str, &BTreeSet<Option<u64>>> = sets.iter().map(|(h, s)| (*h, s)).collect();
         let mut canonical = canonical_hosts(&lines);
         fold_cut_heads(&mut canonical, &lines, &pids);
         assert_eq!(canonical["06c0s1b1n0"], "x3006c0s1b1n0");
