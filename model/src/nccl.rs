@@ -568,6 +568,11 @@ pub struct ErrorTrace {
     pub location: String,
     pub code: i64,
     pub count: u64,
+    /// Of `count`, the lines a thread printed after its socket progress said
+    /// `abort called`: the communicator's abort flag ended the call (an
+    /// ncclInternalError by design), so they are the abort, not a fault.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub after_abort: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -31,6 +31,8 @@ pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding>
 /// A hung job whose log shows no failure gets a finding of where its lines
 /// stop, with the causes of such hangs as suspects.
 pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool) -> Vec<Finding> {
+    let without_abort = trails_without_abort(report);
+    let report = without_abort.as_ref().unwrap_or(report);
     let inputs = Inputs { report, machine };
     let (mut findings, cause) = messages::findings(report);
     findings.extend(rules::RULES.iter().filter_map(|rule| rule(&inputs)));
@@ -59,6 +61,23 @@ pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool)
             .then_with(|| a.code.cmp(&b.code))
     });
     findings
+}
+
+/// The report with the error-trail lines that a communicator's abort
+/// produced taken out (`-> 3` after `socketProgressOpt: abort called`):
+/// they are the abort itself, not a fault to explain. Copied only when a
+/// log has them.
+fn trails_without_abort(report: &NcclReport) -> Option<NcclReport> {
+    if report.error_codes.iter().all(|e| e.after_abort == 0) {
+        return None;
+    }
+    let mut trimmed = report.clone();
+    trimmed.error_codes.retain_mut(|e| {
+        e.count -= e.after_abort.min(e.count);
+        e.after_abort = 0;
+        e.count > 0
+    });
+    Some(trimmed)
 }
 
 /// Findings of one code from different rules (a WARN and the rule that reads

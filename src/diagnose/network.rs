@@ -73,6 +73,34 @@ pub(super) fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
     Some(found)
 }
 
+/// NCCL could not load libibverbs (a WARN up to 2.10, an INFO line since:
+/// `Failed to open libibverbs.so[.1]`, 2.30's `Count not open
+/// libibverbs.so.1`) and its traffic went over sockets: the missing library
+/// is why. Nothing on one node, where no traffic leaves it.
+pub(super) fn verbs_not_loaded(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let scope = super::scope(report);
+    if !report.first_lines.contains_key("libibverbs-missing")
+        || scope == super::Scope::SingleNode
+        || !report.network.used.iter().any(|n| n == "Socket")
+    {
+        return None;
+    }
+    let evidence = vec![first_line(report, "libibverbs-missing", "Failed to open libibverbs.so[.1]".into(), "")];
+    let severity = if scope == super::Scope::Unknown { Severity::Info } else { Severity::Warning };
+    Some(Finding::new(
+        "net-plugin-failure",
+        severity,
+        "NCCL could not load libibverbs: its InfiniBand/RoCE transport had no devices".into(),
+        evidence,
+        "NCCL opens libibverbs at run time; without it the IB transport finds nothing and traffic between \
+         nodes goes over TCP sockets. Normal on nodes without RDMA NICs; where they exist, the container \
+         lacks rdma-core (libibverbs and its provider, e.g. libmlx5) or LD_LIBRARY_PATH hides it.",
+        "Inside the job: ls /usr/lib/*/libibverbs.so*, ibv_devinfo; install rdma-core (ibverbs-providers) \
+         in the image or mount the host's, and /dev/infiniband; NCCL_IBVERBS_LIB names another library.",
+    ))
+}
+
 pub(super) fn rdma_nics(machine: &Snapshot) -> Vec<&topo_model::Nic> {
     machine.topology.nics.iter().filter(|n| matches!(n.kind, NicKind::Infiniband | NicKind::Roce)).collect()
 }

@@ -11,6 +11,7 @@ type Rule = fn(&Inputs) -> Option<Finding>;
 
 pub const RULES: &[Rule] = &[
     network::net_socket_fallback,
+    network::verbs_not_loaded,
     network::gdr_disabled,
     settings::p2p_not_used,
     settings::env_override,

@@ -166,20 +166,25 @@ impl CommState {
         for (channel, prev) in &self.ring_prev {
             edges.entry(*channel).or_default().extend(prev.iter().map(|(me, p)| (*p, *me)));
         }
-        if edges.is_empty() {
-            for (channel, conn_index, from, to, direction, _) in &self.connections {
-                // `a -> b [receive]` (printed by b) is the same edge as `a -> b [send]`.
-                if let (0, Some(to), _) = (conn_index, to, direction) {
-                    edges.entry(*channel).or_default().insert((*from, *to));
-                }
+        // Connection lines fix a channel the neighbour lines leave open (an
+        // excerpt that kept a few ranks' `Ring 00 : 7 -> 0 -> 1` but every hop).
+        let mut hops: BTreeMap<u32, BTreeSet<(u32, u32)>> = BTreeMap::new();
+        for (channel, conn_index, from, to, _, _) in &self.connections {
+            // `a -> b [receive]` (printed by b) is the same edge as `a -> b [send]`.
+            if let (0, Some(to)) = (conn_index, to) {
+                hops.entry(*channel).or_default().insert((*from, *to));
             }
         }
-        for (channel, pairs) in &edges {
-            if self.ring_orders.contains_key(channel) {
+        let channels: BTreeSet<u32> = edges.keys().chain(hops.keys()).copied().collect();
+        for channel in channels {
+            if self.ring_orders.contains_key(&channel) {
                 continue;
             }
-            if let Some(order) = ring_from_edges(pairs, nranks) {
-                rings.push(Ring { channel: *channel, order });
+            let from = |table: &BTreeMap<u32, BTreeSet<(u32, u32)>>| {
+                table.get(&channel).and_then(|pairs| ring_from_edges(pairs, nranks))
+            };
+            if let Some(order) = from(&edges).or_else(|| from(&hops)) {
+                rings.push(Ring { channel, order });
             }
         }
         rings.sort_by_key(|r| r.channel);

@@ -41,7 +41,10 @@ pub enum Found<'a> {
 /// SIGKILL, the GPU driver's Xid reports, CUDA errors by their enum names.
 /// `both on CUDA device` is init.cc's duplicate-GPU check repeated without its
 /// `Duplicate GPU detected :` head, as wrappers and write-ups quote it.
-const GATE: [&str; 44] = [
+/// Horovod's stall inspector and shutdown status, and vLLM's and SGLang's
+/// failed peer-access test, speak of ranks and P2P in their own words; UCX
+/// (under NCCL's UCX net plugin) prints `UCX  ERROR` in its own log format.
+const GATE: [&str; 48] = [
     "NCCL",
     "nccl",
     "Nccl",
@@ -86,6 +89,10 @@ const GATE: [&str; 44] = [
     "CUDA_ERROR_",
     "cudaError",
     "both on CUDA device",
+    "remainder of ranks",
+    "Horovod has been shut down",
+    "GPU P2P capability",
+    "UCX",
 ];
 
 /// How a fatal signal is reported: libc's `Bus error (core dumped)`, UCX's and
@@ -289,6 +296,40 @@ mod tests {
         }
         // Words that only look alike stay out.
         assert_eq!(recognise("loaded 9 (SIGKILL-safe) handlers; out of memory budget: 0"), None);
+    }
+
+    /// Horovod's stall warning and shutdown, vLLM's failed P2P test and a UCX
+    /// error, as their sources print them (horovod/common/stall_inspector.cc
+    /// and common.h; vllm custom_all_reduce.py; the UCX line of corpus 1486,
+    /// ROCm/rccl#1261); vLLM's note that it skips its own
+    /// all-reduce on more than two PCIe GPUs is no fault and stays out.
+    #[test]
+    fn horovod_stall_and_framework_p2p_test_words() {
+        let lines = [
+            (
+                "[1,0]<stderr>:[2021-03-01 10:00:00.000000: W horovod/common/stall_inspector.cc:107] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds. This may indicate that different ranks are trying to submit different tensors or that only subset of ranks is submitting tensors, which will cause deadlock. ",
+                "collective-mismatch",
+            ),
+            (
+                "tensorflow.python.framework.errors_impl.UnknownError: Horovod has been shut down. This was caused by an exception on one of the ranks or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished execution.",
+                "peer-lost",
+            ),
+            (
+                "(VllmWorkerProcess pid=180) WARNING 03-19 08:09:03 custom_all_reduce.py:134] Custom allreduce is disabled because your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+                "p2p-disabled",
+            ),
+            (
+                "[1721186746.658016] [node02:10366:1]          rcache.c:985  UCX  ERROR failed to insert region 0x1479900ba210 [0x0..0x0]: Invalid parameter",
+                "net-plugin-failure",
+            ),
+        ];
+        for (line, class) in lines {
+            assert_eq!(recognise(line), Some(Found::Error), "{line}");
+            let row = CATALOGUE.classify(Level::Framework, without_rank_tag(line));
+            assert_eq!(row.map(|m| m.row.class), Some(class), "{line}");
+        }
+        let normal = "(VllmWorkerProcess pid=180) WARNING 03-19 08:09:03 custom_all_reduce.py:134] Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs. To silence this warning, specify disable_custom_all_reduce=True explicitly.";
+        assert_eq!(recognise(normal), None);
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub enum Event<'a> {
         provider: &'a str,
         nics: Option<u32>,
     },
+    /// aws-ofi-nccl 1.16+: `NET/OFI GUID of rdmap47s0: 733065c100010d00`, one
+    /// line per NIC it opened (platform-aws.cpp): the NICs by name.
+    OfiNic(&'a str),
     Bootstrap(Vec<&'a str>),
     /// 2.2/2.3 `NET : Using interface eth0:10.0.0.1<0>`: bootstrap's interface
     /// and the socket transport's.
@@ -418,8 +421,10 @@ fn graph_tree(message: &str) -> Option<Event<'_>> {
 
 fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
     if let Some(version) = message.strip_prefix("NCCL version ") {
-        // A markdown paste may keep the bold markers (`**NCCL version 2.4.7**`).
-        return Some(Event::Version(version.split_whitespace().next()?.trim_end_matches('*')));
+        // A markdown paste may keep the bold markers (`**NCCL version 2.4.7**`);
+        // a script's own print (`NCCL version :  (2, 23, 4)`) is no version line.
+        let version = version.split_whitespace().next()?.trim_end_matches('*');
+        return version.starts_with(|c: char| c.is_ascii_digit()).then_some(Event::Version(version));
     }
     if let Some(rest) = message.strip_prefix("NCCL_") {
         return env(message, rest);
@@ -486,6 +491,10 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
         let provider = rest.split([' ', ',']).next().filter(|p| !p.is_empty())?;
         let nics: Option<u32> = field(rest, "(found ").and_then(num);
         return Some(Event::OfiProvider { provider, nics });
+    }
+    if let Some(rest) = message.strip_prefix("NET/OFI GUID of ") {
+        let name = rest.split(':').next().filter(|n| !n.is_empty() && !n.contains(' '))?;
+        return Some(Event::OfiNic(name));
     }
     if message.starts_with("NET/") && message.contains("GPU Direct RDMA") {
         return gdr_for_hca(message);

@@ -348,13 +348,21 @@ pub(crate) fn launcher_tag(line: &str) -> &str {
 /// (`(...) [rank1]:`).
 fn strip_launcher_tag(line: &str) -> &str {
     let line = after_ray_tag(line).unwrap_or(line);
+    // A tag is short and one word (`[1,0]<stdout>:`, `[rank12]:`); a line that
+    // only opens with a bracket (UCX's `[1721186746.658016] [node02:10366:1] ...
+    // region [0x0..0x0]: Invalid parameter`) keeps its text.
     if line.starts_with('[')
         && let Some(end) = line.find(">:").or_else(|| line.find("]:"))
+        && end < MAX_TAG_CHARS
+        && !line[..end].contains(char::is_whitespace)
     {
         return line[end + 2..].trim_start();
     }
     line
 }
+
+/// The longest launcher tag read (`[1,1023]<stderr>:` is 17 characters).
+const MAX_TAG_CHARS: usize = 40;
 
 #[cfg(test)]
 mod tests {

@@ -101,11 +101,26 @@ impl LogParser {
                 self.first_line("net-ib-not-found".to_string(), line.message);
                 self.network.ib_not_found = true
             }
-            Event::OfiProvider { provider, nics: Some(nics) } => {
-                let plural = if nics == 1 { "" } else { "s" };
-                push_unique(&mut self.network.devices, &format!("{provider} ({nics} nic{plural})"));
+            Event::OfiProvider { provider, nics } => {
+                let summary = match nics {
+                    Some(1) => format!("{provider} (1 nic)"),
+                    Some(n) => format!("{provider} ({n} nics)"),
+                    None => provider.to_string(),
+                };
+                // Where the plugin names its NICs, the names are the devices.
+                if !self.ofi_nics_named {
+                    push_unique(&mut self.network.devices, &summary);
+                    push_unique(&mut self.ofi_summaries, &summary);
+                }
             }
-            Event::OfiProvider { provider, nics: None } => push_unique(&mut self.network.devices, provider),
+            Event::OfiNic(name) => {
+                if !self.ofi_nics_named {
+                    self.ofi_nics_named = true;
+                    let summaries = std::mem::take(&mut self.ofi_summaries);
+                    self.network.devices.retain(|d| !summaries.contains(d));
+                }
+                push_unique(&mut self.network.devices, name);
+            }
             Event::Bootstrap(interfaces) => {
                 for interface in interfaces {
                     self.first_line(format!("bootstrap/{interface}"), line.message);
@@ -183,8 +198,11 @@ impl LogParser {
             Event::ErrorTrace { location, code } => {
                 let key = (location.to_string(), code);
                 let next = self.errors.len();
+                let aborted = code == 3 && self.aborting_threads.contains(&(line.pid, line.tid));
                 if next < MAX_DISTINCT_ERRORS || self.errors.contains_key(&key) {
-                    self.errors.entry(key).or_insert((0, next)).0 += 1;
+                    let entry = self.errors.entry(key).or_insert(ErrorCount { first: next, ..ErrorCount::default() });
+                    entry.lines += 1;
+                    entry.after_abort += u64::from(aborted);
                 }
             }
             Event::Tuning { collective, bytes, algorithm, protocol } => {

@@ -162,9 +162,17 @@ impl LogParser {
             framework_errors,
             logged_paths,
             error_codes: {
-                let mut trail: Vec<((String, i64), (u64, usize))> = self.errors.into_iter().collect();
-                trail.sort_by_key(|(_, (_, first))| *first);
-                trail.into_iter().map(|((location, code), (count, _))| ErrorTrace { location, code, count }).collect()
+                let mut trail: Vec<((String, i64), ErrorCount)> = self.errors.into_iter().collect();
+                trail.sort_by_key(|(_, c)| c.first);
+                trail
+                    .into_iter()
+                    .map(|((location, code), c)| ErrorTrace {
+                        location,
+                        code,
+                        count: c.lines,
+                        after_abort: c.after_abort,
+                    })
+                    .collect()
             },
             collectives,
             progress,

@@ -217,6 +217,10 @@ pub struct LogParser {
     /// [0]eth0:...`): NCCL starts it only when no network before it (a plugin,
     /// IB) could be used, or NCCL_NET named it.
     socket_transport_started: bool,
+    /// aws-ofi-nccl's provider summaries (`efa (16 nics)`) among the devices,
+    /// until a `GUID of NIC` line names the NICs themselves.
+    ofi_summaries: Vec<String>,
+    ofi_nics_named: bool,
     /// The last fatal signal's line (number, text), until a backtrace frame in
     /// NCCL makes it NCCL's crash or [`CRASH_FRAMES`] lines pass.
     crash: Option<(u64, String)>,
@@ -227,9 +231,12 @@ pub struct LogParser {
     orphans: Option<usize>,
     /// One cap per table over the whole input.
     budget: Budget,
-    /// Error-trail lines: (count, order of first appearance), so the trail
-    /// is reported from where the error began.
-    errors: BTreeMap<(String, i64), (u64, usize)>,
+    /// Error-trail lines by (location, code), so the trail is reported from
+    /// where the error began.
+    errors: BTreeMap<(String, i64), ErrorCount>,
+    /// The threads (pid, tid) whose socket progress said `abort called`:
+    /// their later `-> 3` trail lines are the abort's (see [`ErrorTrace::after_abort`]).
+    aborting_threads: Vec<(Option<u64>, Option<u64>)>,
     /// Per collective name: its statistics, in first-seen order, with an index
     /// and the last one used (consecutive COLL lines usually name the same op).
     collectives: Vec<(String, CollectiveAccumulator)>,
@@ -417,7 +424,7 @@ impl LogParser {
             return self.read_split(text, LogLine { level: Level::Warn, source: Some(location), message, ..line });
         }
         let number = self.line_number;
-        if line.message.starts_with("Failed to open libibverbs") {
+        if line.message.starts_with("Failed to open libibverbs") || line.message == "Count not open libibverbs.so.1" {
             // The line the socket fallback is cited by when nothing says `Using network Socket`.
             self.verbs_missing = true;
             self.first_line("libibverbs-missing".to_string(), line.message);
@@ -464,6 +471,12 @@ impl LogParser {
         }
         if line.level == Level::Bare && self.framework_line(&line, text) {
             return;
+        }
+        if line.level == Level::Info && socket_abort(line.message) {
+            let thread = (line.pid, line.tid);
+            if !self.aborting_threads.contains(&thread) && self.aborting_threads.len() < MAX_SMALL_TABLE {
+                self.aborting_threads.push(thread);
+            }
         }
         match message::parse(line.message) {
             Some(event) => {
@@ -1060,6 +1073,23 @@ fn is_source_location(token: &str) -> bool {
     let (file, line) = token.rsplit_once(':').unwrap_or(("", ""));
     let source_file = [".cc", ".c", ".h", ".cu", ".cpp"].iter().any(|ext| file.ends_with(ext));
     source_file && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// NCCL's socket progress found the communicator's abort flag set and
+/// returned ncclInternalError on purpose: `Socket progress: abort called`
+/// (misc/socket.cc 2.12-2.16), `socketProgressOpt: abort called` (2.17-2.28),
+/// `ncclOsSocketProgressOpt: abort called` (os/linux.cc 2.29+).
+fn socket_abort(message: &str) -> bool {
+    message.ends_with("abort called") && message.contains("rogress")
+}
+
+/// One error-trail key's lines: how many, how many after an abort, and the
+/// order of its first appearance.
+#[derive(Debug, Default)]
+struct ErrorCount {
+    lines: u64,
+    after_abort: u64,
+    first: usize,
 }
 
 fn push_unique(list: &mut Vec<String>, item: &str) {
