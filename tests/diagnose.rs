@@ -1131,3 +1131,27 @@ fn framework_words_for_nccl_failures_and_where_a_hang_stopped() {
     assert!(finding.evidence[0].text.contains("NVLS"), "{:?}", finding.evidence);
     assert_eq!(finding.suspects.as_ref().unwrap().list[0].code, "nvls-failure");
 }
+
+/// A run that completed (corpus 1505: a 24-rank OpenShift benchmark that
+/// printed its table and exit code 0) and whose communicators were aborted at
+/// exit: every thread said `socketProgressOpt: abort called` before its
+/// `misc/socket.cc:47 -> 3` lines. Those trails are the abort, not an internal
+/// error; the script's own `NCCL version :  (2, 23, 4)` is not a second NCCL
+/// version; the settings NCCL could not use are what is left to report.
+#[test]
+fn a_completed_runs_abort_at_exit_is_not_a_failure() {
+    let log = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/nccl-logs/1505-openshift-h100-6node-24gpu-ibext-invalid-nthreads-topo-file.log");
+    let found = findings_of_nccl_output(&["--log-only", log.to_str().unwrap()]).unwrap();
+    let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes.iter().filter(|c| ["internal-error", "rank-mismatch"].contains(c)).count(), 0, "{codes:?}");
+    assert!(found.iter().all(|f| f.severity != topo_model::Severity::Error), "{codes:?}");
+    for code in ["configuration-error", "comm-aborted"] {
+        assert!(codes.contains(&code), "{code} missing: {codes:?}");
+    }
+    // The trail lines are still reported, counted as the abort's.
+    let report = Command::cargo_bin("topo").unwrap().args(["nccl", "--format", "json"]).arg(&log).output().unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let trails = report["error_codes"].as_array().unwrap();
+    assert!(!trails.is_empty() && trails.iter().all(|t| t["after_abort"] == t["count"]), "{trails:?}");
+}
