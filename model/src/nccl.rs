@@ -477,6 +477,10 @@ pub struct Network {
     /// kept apart from `devices`: NCCL lists them even when IB carries the traffic.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub socket_interfaces: Vec<String>,
+    /// The socket transport's interfaces whose address cannot reach another
+    /// node (`enP1s1:fe80::1%enP1s1<0>`: link-local, loopback), as listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub socket_unreachable: Vec<String>,
     /// The network devices each host listed, to compare hosts (absent when
     /// the log names no host).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -215,7 +215,9 @@ fn receives_without_gdr(report: &topo_model::nccl::NcclReport) -> (Vec<String>, 
 /// the same rows that explain a connect failure to such an address.
 pub(super) fn unsuitable_interface(interface: &str) -> bool {
     let (name, address) = interface.split_once(':').unwrap_or((interface, ""));
-    name == "lo"
+    // `eno1:avahi:...`: avahi-autoipd's alias, which holds a link-local address.
+    address.starts_with("avahi:")
+        || name == "lo"
         || ["docker", "veth", "virbr", "br-", "cni", "flannel", "tun", "tap", "wg", "tailscale", "CloudflareWARP"]
             .iter()
             .any(|prefix| name.starts_with(prefix))
@@ -244,6 +246,15 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
             .filter(|d| unsuitable_interface(d))
             .map(|d| fact("network", format!("socket interface {d}"))),
     );
+    // An interface whose address reaches no other node (an IPv6 link-local
+    // one beside the routed one, as on cloud VMs' accelerated-networking VFs):
+    // NCCL's socket transport spreads connections over every interface listed.
+    evidence.extend(network.socket_unreachable.iter().map(|entry| {
+        let address = entry.split_once(':').map_or("", |(_, a)| a);
+        let meaning = CATALOGUE.unreachable_interface_address(address).map_or("", |a| a.meaning);
+        let more = format!(" ({entry}: {meaning})");
+        first_line(inputs.report, &format!("socket/{entry}"), format!("NET/Socket : Using {entry}"), &more)
+    }));
     let mut names: Vec<&str> = network.bootstrap.iter().map(|i| i.split(':').next().unwrap_or(i)).collect();
     names.sort_unstable();
     names.dedup();
@@ -254,7 +265,7 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
         Finding::new(
             "bootstrap-interface",
             if scope == super::Scope::Unknown { Severity::Info } else { Severity::Warning },
-            "NCCL picked a loopback, container or VPN interface".into(),
+            "NCCL picked a loopback, container, link-local or VPN interface".into(),
             evidence,
             "Bootstrap and socket traffic on loopback cannot reach other nodes (the job hangs at init when \
              multi-node); on docker/VPN interfaces it is slow or blocked.",

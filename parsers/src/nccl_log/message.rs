@@ -17,7 +17,8 @@ pub enum Event<'a> {
     /// `NET/IB : Using [0]mlx5_0:1/RoCE [1]...; OOB ...`: the device list.
     NetDevices(Vec<&'a str>),
     /// `NET/Socket : Using [0]eth0:10.0.0.1<0> ...`: the socket transport's
-    /// interfaces, listed even when IB carries the traffic.
+    /// interfaces as listed (name and address), listed even when IB carries
+    /// the traffic.
     SocketInterfaces(Vec<&'a str>),
     NetIbNotFound,
     /// Which network plugin this process loaded (`NET/Plugin: Loaded net
@@ -452,14 +453,11 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
     }
     if let Some(rest) = message.strip_prefix("NET/Socket : Using").or_else(|| message.strip_prefix("NET/Socket: Using"))
     {
-        // `[0]eno1:10.0.0.1<0>`: the interface name is the device. A pasted
-        // log may have the address redacted (`[0]ib0.<ip>`): the name ends there too.
-        let name = |d: &'a str| -> &'a str {
-            let name = d.split(':').next().unwrap_or(d);
-            name.split('<').next().unwrap_or(name).trim_end_matches('.')
-        };
-        let names = device_list(rest).into_iter().map(name).filter(|n| !n.is_empty()).collect();
-        return Some(Event::SocketInterfaces(names));
+        // `[0]eno1:10.0.0.1<0>`, as listed: the interface name is the device
+        // (see [`socket_interface_name`]), the address says where it reaches.
+        let entries: Vec<&str> =
+            device_list(rest).into_iter().filter(|d| !socket_interface_name(d).is_empty()).collect();
+        return Some(Event::SocketInterfaces(entries));
     }
     // A network plugin's own device list, in NCCL's shape (GCP's
     // `NET/FastSocket : Using [0]ens8:10.128.0.107<0>`, `NET/GPUDirectTCPX`):
@@ -500,6 +498,14 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
         return gdr_for_hca(message);
     }
     nvls_setup(message)
+}
+
+/// The interface name of a socket transport entry (`eno1:10.0.0.1<0>` is
+/// `eno1`). A pasted log may have the address redacted (`ib0.<ip>`): the name
+/// ends there too.
+pub(crate) fn socket_interface_name(entry: &str) -> &str {
+    let name = entry.split(':').next().unwrap_or(entry);
+    name.split('<').next().unwrap_or(name).trim_end_matches('.')
 }
 
 /// `Could not find real path of /sys/class/net/eth0/device` (2.4+): NCCL
@@ -965,7 +971,7 @@ mod tests {
         );
         assert_eq!(
             parse("NET/Socket : Using [0]ib0:10.1.0.1<0> [1]eth0:10.0.0.1<0>"),
-            Some(Event::SocketInterfaces(vec!["ib0", "eth0"]))
+            Some(Event::SocketInterfaces(vec!["ib0:10.1.0.1<0>", "eth0:10.0.0.1<0>"]))
         );
         // A plugin's list in NCCL's shape (corpus 771, GCP FastSocket).
         assert_eq!(

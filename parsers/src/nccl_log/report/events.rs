@@ -85,9 +85,16 @@ impl LogParser {
                 let name = interface.split(':').next().unwrap_or(interface);
                 push_unique(&mut self.network.socket_interfaces, name);
             }
-            Event::SocketInterfaces(interfaces) => {
+            Event::SocketInterfaces(entries) => {
                 self.socket_transport_started = true;
-                interfaces.into_iter().for_each(|d| push_unique(&mut self.network.socket_interfaces, d))
+                for entry in entries {
+                    push_unique(&mut self.network.socket_interfaces, message::socket_interface_name(entry));
+                    let address = entry.split_once(':').map_or("", |(_, a)| a);
+                    if CATALOGUE.unreachable_interface_address(address).is_some() {
+                        self.first_line(format!("socket/{entry}"), line.message);
+                        push_unique(&mut self.network.socket_unreachable, entry);
+                    }
+                }
             }
             Event::NetPlugin(plugin) => {
                 if let Some(host) = line.host
