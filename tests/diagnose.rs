@@ -1155,3 +1155,24 @@ fn a_completed_runs_abort_at_exit_is_not_a_failure() {
     let trails = report["error_codes"].as_array().unwrap();
     assert!(!trails.is_empty() && trails.iter().all(|t| t["after_abort"] == t["count"]), "{trails:?}");
 }
+
+/// Labelled hand-made case (no real log of the corpus shows one of NCCL's own
+/// consistency checks failing alone): `Proxy append out of bound`, proxy.cc's
+/// WARN text, then its `-> 3` trail. The WARN names the check that failed, so
+/// the internal error gets no suspects (interface, topology file, plugin are
+/// for a bare `ncclInternalError`); the same trail without the WARN gets them
+/// (on the proxy's finding, the trail's subsystem).
+#[test]
+fn an_internal_check_named_by_its_warn_has_no_suspects() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "h:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n";
+    let warn = "h:1:2 [0] proxy.cc:123 NCCL WARN Proxy append out of bound\n";
+    let trail = "h:1:2 [0] NCCL INFO proxy.cc:456 -> 3\n";
+    let internal = |found: &[Finding]| found.iter().find(|f| f.code == "internal-error").cloned().unwrap();
+    let named = internal(&findings_of_text(dir.path(), "named.log", &format!("{head}{warn}{trail}"), &["--log-only"]));
+    assert_eq!(named.severity, Severity::Error);
+    assert!(named.suspects.is_none(), "{:?}", named.suspects);
+    let bare = findings_of_text(dir.path(), "bare.log", &format!("{head}{trail}"), &["--log-only"]);
+    let suspected = bare.iter().find_map(|f| f.suspects.as_ref()).expect("suspects for a bare trail");
+    assert!(suspected.basis.contains("ncclInternalError") && !suspected.list.is_empty(), "{suspected:?}");
+}

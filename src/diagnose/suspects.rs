@@ -44,21 +44,47 @@ pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &Ncc
     for (i, scope) in stopped.iter().enumerate() {
         shown.insert(i, *scope);
     }
+    // An NCCL WARN of the finding's own class names the check that failed
+    // (`Proxy append out of bound`, `Invalid rank requested`): the failure has
+    // its cause in the lines, and the suspects of the bare verdict do not apply.
+    let named = |code: &str| -> Vec<&str> {
+        match NAMED_BY_THEIR_WARNS.contains(&code) {
+            true => {
+                report.warnings.iter().filter(|w| w.class.as_deref() == Some(code)).map(|w| w.text.as_str()).collect()
+            }
+            false => Vec::new(),
+        }
+    };
     for finding in findings.iter_mut() {
         let failure = match cause {
             Some(cause) => finding.code == cause,
             None => finding.severity == Severity::Error,
         } || [super::hung::IN_INIT, super::hung::AFTER_INIT].contains(&finding.code.as_str());
         if failure {
-            finding.suspects = suspects_of(finding, &reported, &shown);
+            finding.suspects = suspects_of(finding, &reported, &shown, &named(&finding.code));
         }
     }
 }
 
+/// Verdicts whose WARN rows each name the check that failed (NCCL's own
+/// consistency checks, audited against its source; the program's wrong
+/// arguments), where the bare verdict (`ncclInternalError`, `invalid usage`)
+/// names none.
+const NAMED_BY_THEIR_WARNS: [&str; 2] = ["internal-error", "invalid-usage"];
+
 /// The suspects of one failure finding, those the log also shows first.
-fn suspects_of(finding: &Finding, reported: &[(String, Severity)], scope: &[catalogue::Scope]) -> Option<Suspects> {
+fn suspects_of(
+    finding: &Finding,
+    reported: &[(String, Severity)],
+    scope: &[catalogue::Scope],
+    naming_warns: &[&str],
+) -> Option<Suspects> {
     let texts = finding.evidence.iter().map(|e| e.text.as_str());
     let kind = CATALOGUE.suspects.iter().find(|k| k.matches(&finding.code, texts.clone()))?;
+    // A kind for those WARNs' own words (`does not loop back`) still applies.
+    if !naming_warns.is_empty() && !kind.matches("", naming_warns.iter().copied()) {
+        return None;
+    }
     let shown = |class: &str| reported.iter().any(|(r, _)| r == class);
     // What the log shows leads, unless topo itself judged it information only
     // (an interface list on a host whose job's scope is unknown).

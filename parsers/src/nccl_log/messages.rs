@@ -115,8 +115,8 @@ const LIMIT_CARRIERS: &[&str] = &["bootstrap-connect-failure", "proxy-failure", 
 /// The class of a message and the further classes it points at. A
 /// framework line that quotes NCCL's own words (`Last error:` text) is read
 /// with the WARN rows first, which are more specific. A generic class (a CUDA
-/// call, an internal check, no row at all) from an NCCL source file of a known
-/// subsystem becomes that subsystem's class, the generic one kept beside it.
+/// call, no row at all) from an NCCL source file of a known subsystem becomes
+/// that subsystem's class, the generic one kept beside it.
 fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, Vec<String>) {
     // A framework's or a bare line may quote a WARN cut after its opening words.
     let warn = CATALOGUE
@@ -135,8 +135,11 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
     };
     let mut class: Option<&str> = pick.map(|m| m.row.class);
     let mut also: Vec<&str> = pick.map(|m| m.row.also.to_vec()).unwrap_or_default();
+    // A row that says internal-error says so on purpose (NCCL's own
+    // consistency checks, audited against the source): no subsystem's fault.
+    let promotable = |class: &str| matches!(class, "unknown" | "cuda-error");
     if let Some(subsystem) = source.and_then(|s| CATALOGUE.source_class(s))
-        && class.is_none_or(generic)
+        && class.is_none_or(promotable)
         && class != Some(subsystem)
     {
         also.extend(class.take());
