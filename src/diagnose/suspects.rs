@@ -48,12 +48,10 @@ pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &Ncc
     // (`Proxy append out of bound`, `Invalid rank requested`): the failure has
     // its cause in the lines, and the suspects of the bare verdict do not apply.
     let named = |code: &str| -> Vec<&str> {
-        match NAMED_BY_THEIR_WARNS.contains(&code) {
-            true => {
-                report.warnings.iter().filter(|w| w.class.as_deref() == Some(code)).map(|w| w.text.as_str()).collect()
-            }
-            false => Vec::new(),
+        if !NAMED_BY_THEIR_WARNS.contains(&code) {
+            return Vec::new();
         }
+        report.warnings.iter().filter(|w| w.class.as_deref() == Some(code)).map(|w| w.text.as_str()).collect()
     };
     for finding in findings.iter_mut() {
         let failure = match cause {
