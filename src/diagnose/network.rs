@@ -221,7 +221,7 @@ pub(super) fn unsuitable_interface(interface: &str) -> bool {
         || ["docker", "veth", "virbr", "br-", "cni", "flannel", "tun", "tap", "wg", "tailscale", "CloudflareWARP"]
             .iter()
             .any(|prefix| name.starts_with(prefix))
-        || CATALOGUE.unreachable_interface_address(address).is_some()
+        || CATALOGUE.unreachable_interface(interface).is_some()
 }
 
 pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
@@ -250,8 +250,7 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
     // one beside the routed one, as on cloud VMs' accelerated-networking VFs):
     // NCCL's socket transport spreads connections over every interface listed.
     evidence.extend(network.socket_unreachable.iter().map(|entry| {
-        let address = entry.split_once(':').map_or("", |(_, a)| a);
-        let meaning = CATALOGUE.unreachable_interface_address(address).map_or("", |a| a.meaning);
+        let meaning = CATALOGUE.unreachable_interface(entry).map_or("", |a| a.meaning);
         let more = format!(" ({entry}: {meaning})");
         first_line(inputs.report, &format!("socket/{entry}"), format!("NET/Socket : Using {entry}"), &more)
     }));

@@ -537,6 +537,12 @@ impl Catalogue {
 
     /// The row of an interface address NCCL listed (`172.17.0.3<0>` from
     /// `eth0:172.17.0.3<0>`, `fe80::1%bond0<0>`) that no other node can reach.
+    /// The same for an interface as NCCL lists it (`enP1s1:fe80::1%enP1s1<0>`,
+    /// `eth0:10.0.0.1<0>`): the address after the name.
+    pub fn unreachable_interface(&self, entry: &str) -> Option<&UnreachableAddress> {
+        self.unreachable_interface_address(entry.split_once(':').map_or("", |(_, address)| address))
+    }
+
     pub fn unreachable_interface_address(&self, address: &str) -> Option<&UnreachableAddress> {
         let address = address.trim();
         if address.is_empty() {

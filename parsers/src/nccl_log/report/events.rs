@@ -89,8 +89,7 @@ impl LogParser {
                 self.socket_transport_started = true;
                 for entry in entries {
                     push_unique(&mut self.network.socket_interfaces, message::socket_interface_name(entry));
-                    let address = entry.split_once(':').map_or("", |(_, a)| a);
-                    if CATALOGUE.unreachable_interface_address(address).is_some() {
+                    if CATALOGUE.unreachable_interface(entry).is_some() {
                         self.first_line(format!("socket/{entry}"), line.message);
                         push_unique(&mut self.network.socket_unreachable, entry);
                     }
