@@ -245,8 +245,9 @@ fn mismatch_rings_channels_and_cumem_on_edited_real_logs() {
         1,
     );
     let found = findings_of_text(dir.path(), "versions.log", &versions, &[]);
-    let mismatch = found.iter().find(|f| f.code == "rank-mismatch").unwrap();
+    let mismatch = found.iter().find(|f| f.code == "version-mismatch").unwrap();
     assert_eq!(mismatch.evidence[0].text, "versions in one job: 2.21.5+cuda12.4, 2.23.4+cuda12.4");
+    assert!(!found.iter().any(|f| f.code == "rank-mismatch"), "versions are the version finding's");
 
     let rings = original.replace("Channel 00/03 : 0 1 2 3 4 5 6 7", "Channel 00/03 : 0 2 1 3 4 6 5 7");
     let found = findings_of_text(dir.path(), "rings.log", &rings, &[]);
@@ -630,6 +631,15 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // 1581: a PyTorch upgrade fixed an `unhandled cuda error`; the lines
         // kept end at init, before any failing call.
         ("1581-", "cuda-error"),
+        // 1624: a 2.30.4 bug leaked physical NICs into a shrunk communicator's
+        // virtual NICs (fixed in 2.30.7): the lines show retry-exceeded
+        // completions between rails. 1626: both ranks called ncclSend before
+        // ncclRecv without a group; the lines show an empty peer address.
+        // 1668: NCCL_NET_GDR_LEVEL was not passed to the remote node, whose
+        // lines the file does not hold.
+        ("1624-", "topology-detection-failure"),
+        ("1626-", "invalid-usage"),
+        ("1668-", "gdr-disabled"),
     ];
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
@@ -762,7 +772,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 356, "{causes} established causes");
+    assert!(causes >= 370, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
@@ -1175,4 +1185,30 @@ fn an_internal_check_named_by_its_warn_has_no_suspects() {
     let bare = findings_of_text(dir.path(), "bare.log", &format!("{head}{trail}"), &["--log-only"]);
     let suspected = bare.iter().find_map(|f| f.suspects.as_ref()).expect("suspects for a bare trail");
     assert!(suspected.basis.contains("ncclInternalError") && !suspected.list.is_empty(), "{suspected:?}");
+}
+
+/// Batches BT and BU (tenth session), read since first sight: two hosts whose
+/// WARNs exist only in releases that do not overlap (1646: `os/linux.cc`'s
+/// 2.29 socket code on one, `misc/socket.cc`'s 2.27 one on the other), a
+/// process that joined a communicator ID it had used (1663: a process group
+/// initialised twice), the driver's NVML library missing (1664).
+#[test]
+fn versions_placed_by_their_warns_reused_ids_and_a_missing_driver_library() {
+    let found = findings(&["--log-only", log("1646-").to_str().unwrap()]);
+    let versions = found.iter().find(|f| f.code == "version-mismatch").expect("version-mismatch");
+    let said: Vec<&str> = versions.evidence.iter().map(|e| e.text.as_str()).collect();
+    assert!(said.iter().any(|t| t.starts_with("tpgds-aihub0003 runs NCCL 2.29-2.30")), "{said:?}");
+    assert!(said.iter().any(|t| t.starts_with("tpgds-aihub0006 runs NCCL 2.27-2.28")), "{said:?}");
+    assert_eq!(versions.hosts, ["tpgds-aihub0003", "tpgds-aihub0006"]);
+
+    let found = findings(&["--log-only", log("1663-").to_str().unwrap()]);
+    let reused = found.iter().find(|f| f.code == "invalid-usage").expect("invalid-usage");
+    assert!(reused.title.contains("unique ID was used twice"), "{}", reused.title);
+    assert!(reused.evidence[0].at.ends_with(":109"), "{:?}", reused.evidence[0]);
+    assert!(reused.evidence[0].text.contains("as rank 1 under commId 0x56bea185a98d5193"), "{:?}", reused.evidence[0]);
+    assert_eq!(reused.ranks, [1]);
+
+    let found = findings(&["--log-only", log("1664-").to_str().unwrap()]);
+    let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
+    assert!(codes.contains(&"nccl-library-missing") && codes.contains(&"topology-detection-failure"), "{codes:?}");
 }

@@ -201,6 +201,24 @@ pub struct Communicator {
     /// Slowest `Init timings` total over the ranks, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_seconds: Option<f64>,
+    /// Processes that began a second communicator with this one's unique
+    /// ID (`commId`) for a rank they already held in it: a process group
+    /// initialised twice, or a `ncclUniqueId` kept past its communicator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub id_reused: Vec<IdReuse>,
+}
+
+/// A rank's second `Init START` under a communicator ID its process had used.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdReuse {
+    pub rank: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u64>,
+    /// The input and line of the second `Init START`.
+    pub file: String,
+    pub line: u64,
 }
 
 impl Communicator {

@@ -334,3 +334,49 @@ pub(super) fn shared_gpu(inputs: &Inputs) -> Option<Finding> {
     );
     Some(super::messages::of_class("duplicate-gpu", Severity::Error, evidence)?.on(hosts, ranks))
 }
+
+/// A process that began a new communicator under the unique ID of one it
+/// already belonged to, for the same rank. NCCL's unique ID names one
+/// communicator and the bootstrap root that started it; a second init under
+/// it (a process group initialised twice, by the program and by a library
+/// that initialises torch.distributed itself; a `ncclUniqueId` kept past its
+/// communicator) waits at a root that is gone or meets peers that moved on
+/// to a new ID: connections refused, or init hangs.
+pub(super) fn reused_comm_id(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = Vec::new();
+    let (mut hosts, mut ranks) = (BTreeSet::new(), BTreeSet::new());
+    for comm in &report.communicators {
+        for reuse in &comm.id_reused {
+            let process = match (&reuse.host, reuse.pid) {
+                (Some(host), Some(pid)) => format!("{host} pid {pid}"),
+                (None, Some(pid)) => format!("pid {pid}"),
+                _ => "a process".to_string(),
+            };
+            let text = format!(
+                "{process} starts another communicator as rank {} under commId {}, which it had already joined as that rank",
+                reuse.rank, comm.id
+            );
+            evidence.push(Evidence { at: format!("{}:{}", reuse.file, reuse.line), text });
+            hosts.extend(reuse.host.clone());
+            ranks.insert(reuse.rank);
+        }
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    let mut finding = super::messages::of_class("invalid-usage", Severity::Error, evidence)?;
+    finding.title = "A communicator's unique ID was used twice (a process group initialised twice?)".to_string();
+    finding.why = "NCCL's unique ID names one communicator and the bootstrap root that started it. A process that \
+                   initialises again under an ID it already used waits at a root that is gone, or for peers that \
+                   moved on to a new ID: connections are refused or init hangs. Usual causes: \
+                   init_process_group called twice (a library such as MosaicML Streaming or Lightning initialising \
+                   torch.distributed itself before the program does), or a ncclUniqueId reused after its \
+                   communicator was destroyed."
+        .to_string();
+    finding.fix = "Initialise the process group once per process, before any library that may initialise it \
+                   (check torch.distributed.is_initialized() first); create every new communicator from a fresh \
+                   ncclGetUniqueId (or ncclCommSplit)."
+        .to_string();
+    Some(finding.on(hosts, ranks))
+}

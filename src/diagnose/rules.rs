@@ -16,6 +16,7 @@ pub const RULES: &[Rule] = &[
     settings::p2p_not_used,
     settings::env_override,
     settings::rank_mismatch,
+    settings::version_mismatch,
     job::ring_suboptimal,
     settings::few_channels,
     network::bootstrap_interface,
@@ -24,5 +25,6 @@ pub const RULES: &[Rule] = &[
     job::collective_timeout,
     job::collective_mismatch,
     job::shared_gpu,
+    job::reused_comm_id,
     job::small_messages,
 ];

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use topo_model::nccl::TransportKind;
+use topo_model::nccl::{NcclReport, TransportKind, Warning};
 use topo_model::{Evidence, Finding, Severity};
 
 use topo_parsers::nccl_log::catalogue::{self, CATALOGUE};
@@ -239,14 +239,12 @@ pub(super) fn env_override(inputs: &Inputs) -> Option<Finding> {
     Some(finding.on(hosts, Vec::<u32>::new()))
 }
 
-/// Ranks that should agree but do not: NCCL versions, or environment overrides
-/// set on some hosts only or with different values.
+/// Ranks that should agree but do not: environment overrides set on some
+/// hosts only or with different values, or different NICs (NCCL versions
+/// are [`version_mismatch`]'s).
 pub(super) fn rank_mismatch(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
     let mut evidence = Vec::new();
-    if report.nccl_versions.len() > 1 {
-        evidence.push(fact("NCCL version lines", format!("versions in one job: {}", report.nccl_versions.join(", "))));
-    }
     let mut by_name: BTreeMap<&str, Vec<&topo_model::nccl::EnvOverride>> = BTreeMap::new();
     for e in &report.env_overrides {
         by_name.entry(e.name.as_str()).or_default().push(e);
@@ -281,13 +279,79 @@ pub(super) fn rank_mismatch(inputs: &Inputs) -> Option<Finding> {
         Finding::new(
             "rank-mismatch",
             Severity::Warning,
-            "Ranks of one job run with different NCCL versions, settings or NICs".into(),
+            "Ranks of one job run with different NCCL settings or NICs".into(),
             evidence,
             "Ranks that disagree on protocol, channel counts or transports build mismatched connections: hangs, \
              `receiving X bytes instead of Y`, or one slow rank.",
             "Run every rank from the same image with the same environment (and /etc/nccl.conf); set per-job \
              variables in the launcher, not per host.",
         )
+    })
+}
+
+/// Ranks of one job that run different NCCL releases: their version lines
+/// differ, or the WARNs of two hosts come from releases that do not overlap.
+/// A WARN's wording and source file exist in a known range of releases
+/// (the message table's `versions`, read off NVIDIA/nccl's tags): 2.29 moved
+/// `socketPollConnect` from misc/socket.cc to os/linux.cc as
+/// `ncclOsSocketPollConnect`, so a host printing one and a host printing the
+/// other run different NCCLs even where no version line was kept. Ranks of
+/// different releases exchange bootstrap records of different layouts
+/// (`Bootstrap Root : mismatch in info from procs ... offset 0 vs -981270526`)
+/// and fail or hang at init.
+pub(super) fn version_mismatch(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = Vec::new();
+    let releases: BTreeSet<&str> = report.nccl_versions.iter().map(|v| v.split('+').next().unwrap_or(v)).collect();
+    if releases.len() > 1 {
+        evidence.push(fact("NCCL version lines", format!("versions in one job: {}", report.nccl_versions.join(", "))));
+    }
+    let mut hosts: Vec<String> = Vec::new();
+    if let Some(pair) = hosts_of_disjoint_releases(report) {
+        for (host, (lo, hi), warning) in pair {
+            let mut said = super::evidence::warning_evidence(warning);
+            said.text = format!(
+                "{host} runs NCCL 2.{lo}-2.{hi} (this WARN's wording and file exist only there): {}",
+                said.text
+            );
+            evidence.push(said);
+            hosts.push(host.to_string());
+        }
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    let finding = super::messages::of_class("version-mismatch", Severity::Error, evidence)?;
+    Some(finding.on(hosts, []))
+}
+
+/// NCCL 2.x releases, as the lowest and highest minor number.
+type Releases = (u32, u32);
+
+/// A host, the releases its WARNs allow, and the first WARN that placed it.
+type Placed<'a> = (&'a str, Releases, &'a Warning);
+
+/// Two hosts whose WARNs pin NCCL releases that do not overlap: each host's
+/// range is what all its WARNs allow together (a host whose own WARNs
+/// disagree is left out: the table cannot place it).
+fn hosts_of_disjoint_releases(report: &NcclReport) -> Option<[Placed<'_>; 2]> {
+    let mut by_host: BTreeMap<&str, Option<(Releases, &Warning)>> = BTreeMap::new();
+    for warning in &report.warnings {
+        let Some(file) = warning.source.as_deref().and_then(|s| s.split(':').next()) else { continue };
+        let Some((lo, hi)) = topo_parsers::nccl_log::releases::warn_releases(&warning.text, file) else { continue };
+        for host in warning.hosts.iter().map(String::as_str).chain(warning.host.as_deref()) {
+            let entry = by_host.entry(host).or_insert(Some(((lo, hi), warning)));
+            *entry = entry.and_then(|((a, b), first)| {
+                let (a, b) = (a.max(lo), b.min(hi));
+                (a <= b).then_some(((a, b), first))
+            });
+        }
+    }
+    let placed: Vec<Placed> =
+        by_host.into_iter().filter_map(|(host, range)| range.map(|(r, w)| (host, r, w))).collect();
+    placed.iter().enumerate().find_map(|(i, a)| {
+        let b = placed[i + 1..].iter().find(|b| b.1.1 < a.1.0 || a.1.1 < b.1.0)?;
+        Some([*a, *b])
     })
 }
 

@@ -38,6 +38,8 @@ pub(super) struct CommState {
     pub(super) graphs: Vec<GraphSearch>,
     pub(super) init_complete: BTreeSet<u32>,
     pub(super) init_seconds: Option<f64>,
+    /// Second `Init START`s of a rank under this ID by the process that held it.
+    pub(super) id_reused: Vec<topo_model::nccl::IdReuse>,
 }
 
 /// Lines of processes that printed no init line (an excerpt, or 2.4-2.8 logs
@@ -265,6 +267,7 @@ impl CommState {
             graphs: self.graphs,
             init_complete: self.init_complete.into_iter().collect(),
             init_seconds: self.init_seconds,
+            id_reused: self.id_reused,
         }
     }
 }

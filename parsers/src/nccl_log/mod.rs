@@ -13,9 +13,11 @@ mod messages;
 pub mod pattern;
 pub mod prefix;
 mod prefix_cache;
+pub mod releases;
 mod report;
 mod topology_lines;
 mod tuning_table;
+mod wrapper;
 
 pub use communicator::transport_kind;
 pub use input::{LogError, feed, read_lines, read_stream};

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// Reuses of one communicator ID kept (the first few say it).
+const MAX_ID_REUSES: usize = 16;
+
 impl LogParser {
     /// PyTorch's watchdog: a timeout, or the progress of the rank that timed
     /// out. Its own function, called from the framework lines too, so that
@@ -236,7 +239,10 @@ impl LogParser {
         let index = match (init.comm_id, known) {
             (_, Some(i)) => i,
             (Some(id), None) => match self.comm_by_id.get(id) {
-                Some(&i) => i,
+                Some(&i) => {
+                    self.note_id_reuse(i, line, &init);
+                    i
+                }
                 None => self.new_comm(id.to_string()),
             },
             (None, None) => {
@@ -286,6 +292,26 @@ impl LogParser {
             && (comm.rank_hosts.contains_key(&init.rank) || budget.take(Table::RankHosts, 1))
         {
             comm.rank_hosts.insert(init.rank, host.to_string());
+        }
+    }
+
+    /// A new communicator (a pointer not seen before) starting under the ID
+    /// of one whose rank this process already holds: the ID was used twice.
+    fn note_id_reuse(&mut self, index: usize, line: &LogLine, init: &CommInit) {
+        if init.complete || init.ends {
+            return;
+        }
+        let comm = &self.comms[index];
+        let held = comm.ranks.get(&init.rank).is_some_and(|r| r.host.as_deref() == line.host && r.pid == line.pid);
+        if held && line.pid.is_some() && comm.id_reused.len() < MAX_ID_REUSES {
+            let reuse = topo_model::nccl::IdReuse {
+                rank: init.rank,
+                host: line.host.map(str::to_string),
+                pid: line.pid,
+                file: self.input_name.clone(),
+                line: self.line_number,
+            };
+            self.comms[index].id_reused.push(reuse);
         }
     }
 

@@ -25,6 +25,7 @@ use super::message::{self, Collective, CommInit, ConnectionLine, Event};
 use super::messages::{MessageTable, Origin};
 use super::prefix::{self, Level, LogLine};
 use super::prefix_cache::{Known, PrefixCache};
+use super::wrapper;
 
 /// FNV-1a: the keys here are short (hostnames, pointers, small tuples) and
 /// hashed several times per line; SipHash's flood resistance buys nothing when
@@ -52,6 +53,9 @@ type CollectiveAccumulator = (u64, [u64; 65], u64);
 
 /// Lines of other processes allowed between `Last error:` and its text.
 const LAST_ERROR_WAIT: u8 = 8;
+
+/// The longest collectors' tag kept for a line (who printed it).
+const MAX_TAG_CHARS: usize = 256;
 
 /// The text of the line after `Last error:` without the logger's prefix it
 /// repeats (`ERROR 01-15 02:47:32 multiproc_worker_utils.py:226]`), whose
@@ -187,6 +191,14 @@ pub struct LogParser {
     framework_errors: MessageTable,
     /// What stood before `Last error:` on its line (a logger's prefix).
     last_error_prefix: String,
+    /// Who the line being read was printed by, as its collectors' wrappers
+    /// say (`3:`, `node-7:`, `[1,3]<stdout>:`), and the rank they give.
+    line_tag: String,
+    line_tag_rank: Option<u32>,
+    /// A coloured line without its colours, and a line without a rich
+    /// editor's links: buffers, reused.
+    uncoloured: String,
+    unlinked: String,
     /// The launcher's tag of the `Last error:` line: with several processes
     /// writing one output, NCCL's text is the next line with the same tag.
     last_error_speaker: String,
@@ -320,6 +332,35 @@ impl LogParser {
     /// Reads one line (without its line ending); `number` is its 1-based line
     /// number in the current input.
     pub fn line(&mut self, text: &str, number: u64) {
+        let (colours, links) = (wrapper::has_colours(text), wrapper::has_autolinks(text));
+        if !colours && !links {
+            return self.unwrapped_line(text, number);
+        }
+        // A terminal's colours and a rich editor's links are undone first,
+        // in buffers kept for the next such line.
+        let (mut plain, mut unlinked) = (std::mem::take(&mut self.uncoloured), std::mem::take(&mut self.unlinked));
+        let mut text = text;
+        if colours {
+            wrapper::without_colours(text, &mut plain);
+            text = &plain;
+        }
+        if links {
+            wrapper::without_autolinks(text, &mut unlinked);
+            text = &unlinked;
+        }
+        self.unwrapped_line(text, number);
+        (self.uncoloured, self.unlinked) = (plain, unlinked);
+    }
+
+    /// Reads one line as it was printed: its collectors' wrappers are taken
+    /// off first (see [`wrapper`]), and who they say printed it is kept for
+    /// the framework's lines.
+    fn unwrapped_line(&mut self, text: &str, number: u64) {
+        let unwrapped = wrapper::unwrap(text);
+        let text = unwrapped.text;
+        self.line_tag.clear();
+        self.line_tag.extend(unwrapped.tag.chars().take(MAX_TAG_CHARS));
+        self.line_tag_rank = unwrapped.rank;
         self.lines += 1;
         self.line_number = number;
         if self.held_warn.is_some() && self.warn_goes_on(text) {
@@ -561,7 +602,7 @@ impl LogParser {
     fn framework_line(&mut self, line: &LogLine, raw: &str) -> bool {
         let text = line.message;
         // The rank is in the launcher's tag, which the splitter removed.
-        let rank = framework::rank_in(raw);
+        let rank = framework::rank_in(raw).or(self.line_tag_rank);
         if self.open_quote.is_some() && self.quote_goes_on(text.trim()) {
             return true;
         }
@@ -571,7 +612,7 @@ impl LogParser {
         if self.last_error_wait > 0 && !text.trim().is_empty() {
             // Another process's line between (vLLM's workers write one output):
             // not the text, which is the next line of the same process.
-            if prefix::launcher_tag(raw) != self.last_error_speaker {
+            if self.speaker(raw) != self.last_error_speaker {
                 self.last_error_wait -= 1;
             } else {
                 self.last_error_wait = 0;
@@ -605,7 +646,7 @@ impl LogParser {
             framework::Found::LastErrorNext => {
                 let before = text.trim().find("Last error:").map_or("", |at| text.trim()[..at].trim_end());
                 self.last_error_prefix = before.chars().take(256).collect();
-                self.last_error_speaker = prefix::launcher_tag(raw).chars().take(256).collect();
+                self.last_error_speaker = self.speaker(raw);
                 self.last_error_wait = LAST_ERROR_WAIT;
             }
             framework::Found::LastError(detail) => self.add_framework_error(detail, Some("Last error"), rank),
@@ -637,6 +678,17 @@ impl LogParser {
             },
         }
         true
+    }
+
+    /// Who printed a framework's line: the collectors' tag taken off it and
+    /// any launcher tag still before its text (`[rank1]:` after Ray's).
+    fn speaker(&self, raw: &str) -> String {
+        let tag = prefix::launcher_tag(raw);
+        let mut speaker = String::with_capacity(self.line_tag.len() + tag.len() + 1);
+        speaker.push_str(&self.line_tag);
+        speaker.push(' ');
+        speaker.extend(tag.chars().take(256));
+        speaker
     }
 
     /// A line that continues a watchdog report cut after `operation

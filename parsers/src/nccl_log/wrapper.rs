@@ -1,0 +1,448 @@
+//! What log collectors put before each line of a job's output.
+//!
+//! Few users read NCCL's output as NCCL wrote it: `kubectl logs --timestamps`,
+//! CloudWatch, Loki and journald put a timestamp (and journald its host and
+//! program) before every line; `srun -l` the task's number; pdsh and
+//! DeepSpeed's launcher the host; `mpirun --tag-output` the job and rank;
+//! docker compose the service; `kubectl logs --prefix` the pod; a terminal
+//! capture colours. Each such wrapper is taken off here, once, before a line is
+//! read, so that every reader after this one sees the line NCCL or the
+//! framework printed, whatever carried it. The wrappers that say who printed
+//! the line (a host, a rank, a pod) are kept as the line's tag.
+//!
+//! Only exact shapes are taken: a wrapper is removed when the whole of it has
+//! its collector's form, so an application's own text (`RuntimeError: ...`,
+//! `[E ProcessGroupNCCL.cpp:523] ...`, UCX's `[1721186746.658016] [node:1:2]`)
+//! is left as it is.
+
+use super::bytes::short_find;
+
+/// Wrappers nest a few deep at most (a collector's timestamp, then the
+/// launcher's tag, then torchrun's `[rank3]:`); the bound keeps the work
+/// linear in a hostile line of thousands of them.
+const MAX_WRAPPERS: usize = 6;
+
+/// The longest tag a wrapper may be (a pod's `[pod/name/container]` is the
+/// longest of the real ones: Kubernetes names are 63 characters each).
+const MAX_TAG_BYTES: usize = 200;
+
+/// A line without its collectors' wrappers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unwrapped<'a> {
+    /// The line as NCCL or the framework printed it.
+    pub text: &'a str,
+    /// The wrappers that name who printed it, as they stood (`3:`,
+    /// `node-7:`, `[1,3]<stdout>:`, `trainer-1 |`), or empty.
+    pub tag: &'a str,
+    /// The rank the tag gives, where it gives one (`srun -l`'s task number,
+    /// `mpirun`'s `[job,rank]`, torchrun's `[rankN]:`).
+    pub rank: Option<u32>,
+}
+
+/// Takes off every wrapper before the line's text.
+pub fn unwrap(line: &str) -> Unwrapped<'_> {
+    let mut rest = line;
+    let mut tag_start = None;
+    let mut tag_end = 0;
+    let mut rank = None;
+    for _ in 0..MAX_WRAPPERS {
+        let offset = line.len() - rest.len();
+        let Some(wrapper) = leading_wrapper(rest) else { break };
+        if let Some((from, to)) = wrapper.tag {
+            tag_start.get_or_insert(offset + from);
+            tag_end = offset + to;
+            rank = wrapper.rank.or(rank);
+        }
+        rest = rest[wrapper.len..].trim_start_matches([' ', '\t']);
+    }
+    let tag = tag_start.map_or("", |start| line[start..tag_end].trim());
+    Unwrapped { text: rest, tag, rank }
+}
+
+/// Whether the line holds a terminal's colour codes (`ESC [ ... m`), which
+/// [`without_colours`] takes out.
+pub fn has_colours(line: &str) -> bool {
+    memchr::memchr(0x1b, line.as_bytes()).is_some()
+}
+
+/// The line without its SGR colour sequences (`ESC [ 36 m`, `ESC [ 0 m`),
+/// written into `out`. Any other escape stays, to be shown escaped.
+pub fn without_colours(line: &str, out: &mut String) {
+    out.clear();
+    let mut rest = line;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let params =
+            after.strip_prefix('[').map(|p| p.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count());
+        match params {
+            Some(n) if after[1 + n..].starts_with('m') => rest = &after[n + 2..],
+            _ => {
+                out.push('\x1b');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+}
+
+/// Whether the line went through a rich editor that turned `file.cc:NNN`
+/// into a link (`[p2p.cc:783](https://p2p.cc:783/)`: GitHub's editor takes
+/// a source location for a host and port), which [`without_autolinks`]
+/// undoes.
+pub fn has_autolinks(line: &str) -> bool {
+    memchr::memmem::find(line.as_bytes(), b"](http").is_some()
+}
+
+/// The line with every link whose address is its own text (`[x](https://x/)`)
+/// back to that text, written into `out`; other links stay as written.
+pub fn without_autolinks(line: &str, out: &mut String) {
+    out.clear();
+    let mut rest = line;
+    while let Some(at) = rest.find("](http") {
+        let (before, after) = (&rest[..at], &rest[at + 2..]);
+        let open = before.rfind('[');
+        let close = after.find(')');
+        let undone = open.zip(close).and_then(|(open, close)| {
+            let text = &before[open + 1..];
+            let address = after[..close].split_once("://")?.1.trim_end_matches('/');
+            (address == text).then_some((open, text, close))
+        });
+        match undone {
+            Some((open, text, close)) => {
+                out.push_str(&before[..open]);
+                out.push_str(text);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push_str(&rest[..at + 2]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+}
+
+struct Wrapper {
+    /// Bytes the wrapper takes, separator included.
+    len: usize,
+    /// Where, within the wrapper, it names who printed the line (kept as
+    /// the tag): `None` for a time alone.
+    tag: Option<(usize, usize)>,
+    rank: Option<u32>,
+}
+
+impl Wrapper {
+    fn time(len: usize) -> Option<Wrapper> {
+        Some(Wrapper { len, tag: None, rank: None })
+    }
+    fn speaker(len: usize, tag_len: usize, rank: Option<u32>) -> Option<Wrapper> {
+        Some(Wrapper { len, tag: Some((0, tag_len)), rank })
+    }
+}
+
+/// The wrapper the line opens with, if any. Most lines open with NCCL's own
+/// `host:pid:tid`, whose first token ends in digits: they cost one short
+/// search for a space.
+fn leading_wrapper(line: &str) -> Option<Wrapper> {
+    let first = *line.as_bytes().first()?;
+    match first {
+        b'0'..=b'9' => iso_time(line).or_else(|| task_label(line)).or_else(|| host_tag(line)),
+        b' ' => task_label(line),
+        b'[' => bracketed_time(line).or_else(|| bracket_tag(line)).or_else(|| pod_tag(line)),
+        b'(' => ray_tag(line),
+        _ => syslog_header(line).or_else(|| host_tag(line)).or_else(|| service_tag(line)),
+    }
+}
+
+/// `2024-05-01T12:00:00.123456789Z `, `2024-05-01 12:00:00,123 `,
+/// `2024-05-01T12:00:00+02:00 `: ISO 8601 as collectors and Python's
+/// logging write it, followed by a space, a tab or a `|`.
+fn iso_time(line: &str) -> Option<Wrapper> {
+    let end = iso_time_len(line)?;
+    let rest = &line[end..];
+    let separator = [" | ", " |", "|", " ", "\t"].into_iter().find(|s| rest.starts_with(s))?;
+    Wrapper::time(end + separator.len())
+}
+
+/// Bytes of an ISO 8601 date and time at the start of `text`.
+fn iso_time_len(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let shape = b"dddd-dd-dd?dd:dd:dd";
+    if b.len() < shape.len() {
+        return None;
+    }
+    for (i, want) in shape.iter().enumerate() {
+        let ok = match want {
+            b'd' => b[i].is_ascii_digit(),
+            b'?' => b[i] == b'T' || b[i] == b' ',
+            other => b[i] == *other,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    let mut end = shape.len();
+    if matches!(b.get(end), Some(b'.' | b',')) && b.get(end + 1).is_some_and(u8::is_ascii_digit) {
+        end += 1 + b[end + 1..].iter().take(9).take_while(|c| c.is_ascii_digit()).count();
+    }
+    match b.get(end) {
+        Some(b'Z') => end += 1,
+        Some(b'+' | b'-') => {
+            let zone = b[end + 1..].iter().take(5).take_while(|c| c.is_ascii_digit() || **c == b':').count();
+            if zone >= 2 {
+                end += 1 + zone;
+            }
+        }
+        _ => {}
+    }
+    Some(end)
+}
+
+/// `[2024-05-01 12:00:00]`, `[2024-05-01T12:00:00.123Z]` (NCCL 2.26+'s own
+/// WARN timestamp has this form too).
+fn bracketed_time(line: &str) -> Option<Wrapper> {
+    let inner = &line[1..];
+    let end = iso_time_len(inner)?;
+    inner[end..].starts_with(']').then(|| Wrapper::time(end + 2))?
+}
+
+/// `srun -l`'s task number: `3: `, `  12: ` (right-aligned in a wide job).
+fn task_label(line: &str) -> Option<Wrapper> {
+    let body = line.trim_start_matches(' ');
+    let digits = body.bytes().take(7).take_while(u8::is_ascii_digit).count();
+    if !(1..=6).contains(&digits) || !body[digits..].starts_with(": ") {
+        return None;
+    }
+    let tag_len = line.len() - body.len() + digits + 1;
+    Wrapper::speaker(tag_len + 1, tag_len, body[..digits].parse().ok())
+}
+
+/// pdsh's and DeepSpeed's launcher's `host: ` (an address, or a lower-case
+/// host name with a digit or a hyphen: `10.3.35.83: `, `node-7: `,
+/// `lambda-scalar02: `). Exception and module names (`RuntimeError: `,
+/// `torch.distributed.elastic.multiprocessing.api: `) are not host names.
+fn host_tag(line: &str) -> Option<Wrapper> {
+    let colon = short_find(line.as_bytes(), b':')?;
+    let name = &line[..colon];
+    if !line[colon..].starts_with(": ") || name.is_empty() || name.len() > 63 {
+        return None;
+    }
+    let allowed = name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'_'));
+    let hostlike = name.bytes().any(|b| b.is_ascii_digit() || b == b'-');
+    let starts_well = name.as_bytes()[0].is_ascii_alphanumeric();
+    let library = VERBS_PROVIDERS.contains(&name);
+    (allowed && hostlike && starts_well && !library).then(|| Wrapper::speaker(colon + 2, colon + 1, None))?
+}
+
+/// rdma-core's providers, which open their own messages with their name
+/// (`mlx5: node-7: got completion with error:`): not a host's tag.
+/// Source: rdma-core providers/ (the names their `verbs_*` logging prints).
+const VERBS_PROVIDERS: &[&str] = &[
+    "mlx4",
+    "mlx5",
+    "hfi1",
+    "hfi1verbs",
+    "qib",
+    "efa",
+    "rxe",
+    "siw",
+    "bnxt_re",
+    "irdma",
+    "i40iw",
+    "hns",
+    "erdma",
+    "mana",
+    "ocrdma",
+    "vmw_pvrdma",
+    "cxgb4",
+    "qedr",
+    "ipath",
+    "mthca",
+];
+
+/// docker compose's `service-1  | `.
+fn service_tag(line: &str) -> Option<Wrapper> {
+    let space = short_find(line.as_bytes(), b' ')?;
+    let name = &line[..space];
+    let named = !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    let after = line[space..].trim_start_matches(' ');
+    let bar = after.strip_prefix('|')?;
+    (named && (bar.is_empty() || bar.starts_with(' '))).then(|| {
+        let len = line.len() - bar.len() + usize::from(!bar.is_empty());
+        Wrapper::speaker(len, space, None)
+    })?
+}
+
+/// A launcher's bracketed tag ending in `:` or `>:`: `[1,3]<stdout>:`
+/// (mpirun), `[rank3]:`, `[default0]:` (torchrun). Short and one word.
+fn bracket_tag(line: &str) -> Option<Wrapper> {
+    let end = line.find(">:").or_else(|| line.find("]:"))?;
+    if end >= 40 || line[..end].contains(char::is_whitespace) {
+        return None;
+    }
+    let tag = &line[..end + 2];
+    Wrapper::speaker(end + 2, end + 2, tag_rank(tag))
+}
+
+/// The rank in a bracketed tag: mpirun's `[job,rank]`, torchrun's `[rankN]`.
+fn tag_rank(tag: &str) -> Option<u32> {
+    let inner = &tag[1..tag.find(']')?];
+    let number = inner.rsplit_once(',').map(|(_, r)| r).or_else(|| inner.strip_prefix("rank"))?;
+    number.parse().ok()
+}
+
+/// `kubectl logs --prefix`'s `[pod/name/container] `.
+fn pod_tag(line: &str) -> Option<Wrapper> {
+    if !line.starts_with("[pod/") {
+        return None;
+    }
+    let end = line.get(..MAX_TAG_BYTES.min(line.len()))?.find("] ")?;
+    (!line[..end].contains(char::is_whitespace)).then(|| Wrapper::speaker(end + 2, end + 1, None))?
+}
+
+/// Ray's actor tag: `(RayWorkerWrapper pid=4242) `, `(pid=909597, ip=10.0.0.1) `.
+fn ray_tag(line: &str) -> Option<Wrapper> {
+    let end = line.get(..MAX_TAG_BYTES.min(line.len()))?.find(") ")?;
+    line[..end].contains("pid=").then(|| Wrapper::speaker(end + 2, end + 1, None))?
+}
+
+/// journald's and syslog's `Nov 24 12:00:01 host program[4242]: `.
+fn syslog_header(line: &str) -> Option<Wrapper> {
+    const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    let b = line.as_bytes();
+    if b.len() < 16 || !MONTHS.iter().any(|m| line.starts_with(m)) || b[3] != b' ' {
+        return None;
+    }
+    let day = &b[4..6];
+    let day_ok = (day[0] == b' ' || day[0].is_ascii_digit()) && day[1].is_ascii_digit();
+    let time = &b[6..15];
+    let time_ok = time[0] == b' '
+        && time[1..].iter().enumerate().all(|(i, c)| if i == 2 || i == 5 { *c == b':' } else { c.is_ascii_digit() });
+    if !day_ok || !time_ok {
+        return None;
+    }
+    // Host and program: two words, the second ending in `:` (`python[4242]:`).
+    let rest = &line[15..];
+    let after_host = rest.strip_prefix(' ')?;
+    let host_end = short_find(after_host.as_bytes(), b' ')?;
+    let program = &after_host[host_end + 1..];
+    let program_end = program.find(": ")?;
+    if program_end > 80 || program[..program_end].contains(' ') {
+        return None;
+    }
+    // The tag is the host and program, after the time.
+    let tag_from = 16;
+    let tag_to = tag_from + host_end + 1 + program_end + 1;
+    Some(Wrapper { len: tag_to + 1, tag: Some((tag_from, tag_to)), rank: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(line: &str) -> &str {
+        unwrap(line).text
+    }
+
+    #[test]
+    fn collectors_timestamps_are_taken_off() {
+        let nccl = "node-7:4242:4300 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>";
+        for wrapped in [
+            format!("2024-05-01T12:00:01.123456789Z {nccl}"),
+            format!("2024-05-01T12:00:01Z {nccl}"),
+            format!("2024-05-01 12:00:01,123 {nccl}"),
+            format!("2024-05-01T12:00:01.5+02:00 {nccl}"),
+            format!("2024-05-01T12:00:01.5-0700\t{nccl}"),
+            format!("2024-05-01 12:00:01 | {nccl}"),
+            format!("[2024-05-01 12:00:01] {nccl}"),
+            format!("[2024-05-01T12:00:01.123Z] {nccl}"),
+        ] {
+            let unwrapped = unwrap(&wrapped);
+            assert_eq!((unwrapped.text, unwrapped.tag), (nccl, ""), "{wrapped}");
+        }
+    }
+
+    #[test]
+    fn launchers_tags_are_taken_off_and_kept() {
+        let nccl = "node-7:4242:4300 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>";
+        for (wrapped, tag, rank) in [
+            (format!("3: {nccl}"), "3:", Some(3)),
+            (format!("  12: {nccl}"), "12:", Some(12)),
+            (format!("node-7: {nccl}"), "node-7:", None),
+            (format!("10.3.35.83: {nccl}"), "10.3.35.83:", None),
+            (format!("[1,3]<stdout>:{nccl}"), "[1,3]<stdout>:", Some(3)),
+            (format!("[rank5]: {nccl}"), "[rank5]:", Some(5)),
+            (format!("trainer-1  | {nccl}"), "trainer-1", None),
+            (format!("[pod/train-0/pytorch] {nccl}"), "[pod/train-0/pytorch]", None),
+            (format!("(RayWorkerWrapper pid=4242) {nccl}"), "(RayWorkerWrapper pid=4242)", None),
+            (format!("Nov 24 12:00:01 node-7 python[4242]: {nccl}"), "node-7 python[4242]:", None),
+        ] {
+            let unwrapped = unwrap(&wrapped);
+            assert_eq!((unwrapped.text, unwrapped.tag, unwrapped.rank), (nccl, tag, rank), "{wrapped}");
+        }
+        // Nested: a collector's time, srun's label, torchrun's rank.
+        let nested = unwrap("2024-05-01T12:00:01Z 3: [rank3]: RuntimeError: NCCL error");
+        assert_eq!((nested.text, nested.tag, nested.rank), ("RuntimeError: NCCL error", "3: [rank3]:", Some(3)));
+    }
+
+    #[test]
+    fn an_applications_own_text_stays() {
+        for line in [
+            "node-7:4242:4300 [0] NCCL INFO Channel 00/02 :    0   1",
+            "RuntimeError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219",
+            "torch.distributed.elastic.multiprocessing.api: [WARNING] Sending process 3 closing signal",
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970",
+            "[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout",
+            "[1721186746.658016] [node02:10366:1]  ucp_worker.c:1783 UCX  ERROR failed",
+            "[0] NCCL INFO Ring 00 : 0 1",
+            "mlx5: node-7: got completion with error:",
+            "misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.1<35913> failed",
+            "2024-05-01",
+            "12:00:01 something",
+            "(see below) text",
+            "Nov 24 was the day",
+            "#       8             2     float     sum      -1    12.34    0.00    0.00      0",
+        ] {
+            assert_eq!(text(line), line);
+        }
+    }
+
+    #[test]
+    fn hostile_lines_are_read_in_bounded_work() {
+        let many = "3: ".repeat(10_000) + "x";
+        assert_eq!(text(&many).len(), many.len() - 3 * MAX_WRAPPERS);
+        let long = "[".to_string() + &"a".repeat(100_000);
+        assert_eq!(text(&long), long);
+    }
+
+    #[test]
+    fn a_rich_editors_links_on_source_locations_are_undone() {
+        // Corpus 1624 (NVIDIA/nccl#2397 as stored): GitHub's editor made links of `p2p.cc:783`.
+        let mut out = String::new();
+        let line = "[2026-09-09 10:46:33] ubuntu2:319733:319761 [1] transport/net_ib/[p2p.cc:783](https://p2p.cc:783/) NCCL WARN NET/IB: x";
+        assert!(has_autolinks(line));
+        without_autolinks(line, &mut out);
+        assert_eq!(
+            out,
+            "[2026-09-09 10:46:33] ubuntu2:319733:319761 [1] transport/net_ib/p2p.cc:783 NCCL WARN NET/IB: x"
+        );
+        // A real link (its text is not its address) stays.
+        let link = "see [the docs](https://docs.nvidia.com/) and [a](http://b)";
+        without_autolinks(link, &mut out);
+        assert_eq!(out, link);
+        without_autolinks("x](http", &mut out);
+        assert_eq!(out, "x](http");
+    }
+
+    #[test]
+    fn colours_are_taken_out_and_other_escapes_kept() {
+        let mut out = String::new();
+        without_colours("\x1b[36mnode-7:1:2 [0] NCCL WARN x\x1b[0m", &mut out);
+        assert_eq!(out, "node-7:1:2 [0] NCCL WARN x");
+        without_colours("a\x1b]0;title\x07b\x1b[2Jc\x1b", &mut out);
+        assert_eq!(out, "a\x1b]0;title\x07b\x1b[2Jc\x1b");
+    }
+}
