@@ -4,7 +4,8 @@
 //! the same facts as the log itself. The wrappers are the collectors' own
 //! formats: `kubectl logs --timestamps` (RFC 3339 with nanoseconds), Python's
 //! logging, `srun -l`, `mpirun --tag-output`, pdsh, docker compose, journald,
-//! `kubectl logs --prefix`, Ray's actor tag, a terminal's colours, CRLF.
+//! `kubectl logs --prefix`, Ray's actor tag, a terminal's colours, CRLF, a
+//! log viewer's time of day, and the quote markers of a reply in an issue thread.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -25,6 +26,8 @@ const WRAPPERS: &[(&str, Wrap)] = &[
     ("ray", |_, l| format!("(RayWorkerWrapper pid=4242) {l}")),
     ("colours", |_, l| format!("\x1b[36m{l}\x1b[0m")),
     ("crlf", |_, l| format!("{l}\r")),
+    ("log viewer's clock", |n, l| format!("12:00:{:02}.123 {l}", n % 60)),
+    ("a reply's quote", |_, l| format!("> > {l}")),
 ];
 
 fn report(name: &str, text: &[u8]) -> NcclReport {

@@ -147,7 +147,8 @@ impl Wrapper {
 fn leading_wrapper(line: &str) -> Option<Wrapper> {
     let first = *line.as_bytes().first()?;
     match first {
-        b'0'..=b'9' => iso_time(line).or_else(|| task_label(line)).or_else(|| host_tag(line)),
+        b'0'..=b'9' => iso_time(line).or_else(|| clock_time(line)).or_else(|| task_label(line)).or_else(|| host_tag(line)),
+        b'>' => quote_marker(line),
         b' ' => task_label(line),
         b'[' => bracketed_time(line).or_else(|| bracket_tag(line)).or_else(|| pod_tag(line)),
         b'(' => ray_tag(line),
@@ -197,6 +198,28 @@ fn iso_time_len(text: &str) -> Option<usize> {
         _ => {}
     }
     Some(end)
+}
+
+/// A time of day alone, as log viewers and some loggers print it:
+/// `12:00:01 `, `12:00:01.123 `.
+fn clock_time(line: &str) -> Option<Wrapper> {
+    let b = line.as_bytes();
+    let shape = b"dd:dd:dd";
+    if b.len() <= shape.len() || !shape.iter().zip(b).all(|(want, got)| if *want == b'd' { got.is_ascii_digit() } else { got == want }) {
+        return None;
+    }
+    let mut end = shape.len();
+    if matches!(b.get(end), Some(b'.' | b',')) && b.get(end + 1).is_some_and(u8::is_ascii_digit) {
+        end += 1 + b[end + 1..].iter().take(9).take_while(|c| c.is_ascii_digit()).count();
+    }
+    matches!(b.get(end), Some(b' ' | b'\t')).then(|| Wrapper::time(end + 1))?
+}
+
+/// A reply's quote marker (`> `, `>> `): logs pasted into an issue thread
+/// come back quoted in the answers.
+fn quote_marker(line: &str) -> Option<Wrapper> {
+    let rest = line.strip_prefix('>')?;
+    (rest.is_empty() || rest.starts_with([' ', '>'])).then(|| Wrapper::time(1))?
 }
 
 /// `[2024-05-01 12:00:00]`, `[2024-05-01T12:00:00.123Z]` (NCCL 2.26+'s own
@@ -359,6 +382,11 @@ mod tests {
             format!("2024-05-01 12:00:01 | {nccl}"),
             format!("[2024-05-01 12:00:01] {nccl}"),
             format!("[2024-05-01T12:00:01.123Z] {nccl}"),
+            format!("12:00:01 {nccl}"),
+            format!("12:00:01.123456 {nccl}"),
+            format!("> {nccl}"),
+            format!("> > > {nccl}"),
+            format!(">> {nccl}"),
         ] {
             let unwrapped = unwrap(&wrapped);
             assert_eq!((unwrapped.text, unwrapped.tag), (nccl, ""), "{wrapped}");
@@ -401,7 +429,8 @@ mod tests {
             "mlx5: node-7: got completion with error:",
             "misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.1<35913> failed",
             "2024-05-01",
-            "12:00:01 something",
+            "12:00 something",
+            ">not a quote",
             "(see below) text",
             "Nov 24 was the day",
             "#       8             2     float     sum      -1    12.34    0.00    0.00      0",
