@@ -5,7 +5,9 @@
 //! formats: `kubectl logs --timestamps` (RFC 3339 with nanoseconds), Python's
 //! logging, `srun -l`, `mpirun --tag-output`, pdsh, docker compose, journald,
 //! `kubectl logs --prefix`, Ray's actor tag, a terminal's colours, CRLF, a
-//! log viewer's time of day, and the quote markers of a reply in an issue thread.
+//! log viewer's time of day, the quote markers of a reply in an issue thread,
+//! and the container runtimes' own formats (containerd's CRI lines, docker's
+//! json-file records).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -28,6 +30,11 @@ const WRAPPERS: &[(&str, Wrap)] = &[
     ("crlf", |_, l| format!("{l}\r")),
     ("log viewer's clock", |n, l| format!("12:00:{:02}.123 {l}", n % 60)),
     ("a reply's quote", |_, l| format!("> > {l}")),
+    ("containerd (CRI)", |n, l| format!("2024-05-01T12:00:{:02}.123456789Z stderr F {l}", n % 60)),
+    ("docker json-file", |n, l| {
+        let line = serde_json::to_string(&format!("{l}\n")).unwrap();
+        format!(r#"{{"log":{line},"stream":"stderr","time":"2024-05-01T12:00:{:02}.1Z"}}"#, n % 60)
+    }),
 ];
 
 fn report(name: &str, text: &[u8]) -> NcclReport {

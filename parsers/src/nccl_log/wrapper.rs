@@ -147,7 +147,9 @@ impl Wrapper {
 fn leading_wrapper(line: &str) -> Option<Wrapper> {
     let first = *line.as_bytes().first()?;
     match first {
-        b'0'..=b'9' => iso_time(line).or_else(|| clock_time(line)).or_else(|| task_label(line)).or_else(|| host_tag(line)),
+        b'0'..=b'9' => {
+            iso_time(line).or_else(|| clock_time(line)).or_else(|| task_label(line)).or_else(|| host_tag(line))
+        }
         b'>' => quote_marker(line),
         b' ' => task_label(line),
         b'[' => bracketed_time(line).or_else(|| bracket_tag(line)).or_else(|| pod_tag(line)),
@@ -163,7 +165,31 @@ fn iso_time(line: &str) -> Option<Wrapper> {
     let end = iso_time_len(line)?;
     let rest = &line[end..];
     let separator = [" | ", " |", "|", " ", "\t"].into_iter().find(|s| rest.starts_with(s))?;
-    Wrapper::time(end + separator.len())
+    // The CRI log format of containerd and CRI-O (the files under
+    // /var/log/pods): the time, the stream, and F (a full line) or P (part).
+    let cri = ["stdout F ", "stderr F ", "stdout P ", "stderr P "]
+        .into_iter()
+        .find(|tag| rest[separator.len()..].starts_with(tag))
+        .map_or(0, str::len);
+    Wrapper::time(end + separator.len() + cri)
+}
+
+/// The fields that hold a record's line in the JSON log formats: docker's
+/// json-file driver (`log`), fluent-bit, CloudWatch and most shippers (`log`,
+/// `message`, `msg`), journalctl -o json (`MESSAGE`), Google Cloud Logging
+/// (`textPayload`).
+const JSON_TEXT_FIELDS: [&str; 5] = ["log", "message", "msg", "MESSAGE", "textPayload"];
+
+/// The line a JSON log record carries (`{"log":"host:1:2 [0] NCCL INFO
+/// ...\n","stream":"stderr","time":"..."}`), without its line end; `None`
+/// for a line that is no such record.
+pub fn json_record_text(line: &str) -> Option<String> {
+    if !line.starts_with('{') || !line.trim_end().ends_with('}') {
+        return None;
+    }
+    let record: serde_json::Map<String, serde_json::Value> = serde_json::from_str(line).ok()?;
+    let text = JSON_TEXT_FIELDS.iter().find_map(|field| record.get(*field)?.as_str())?;
+    Some(text.trim_end_matches(['\n', '\r']).to_string())
 }
 
 /// Bytes of an ISO 8601 date and time at the start of `text`.
@@ -205,7 +231,9 @@ fn iso_time_len(text: &str) -> Option<usize> {
 fn clock_time(line: &str) -> Option<Wrapper> {
     let b = line.as_bytes();
     let shape = b"dd:dd:dd";
-    if b.len() <= shape.len() || !shape.iter().zip(b).all(|(want, got)| if *want == b'd' { got.is_ascii_digit() } else { got == want }) {
+    if b.len() <= shape.len()
+        || !shape.iter().zip(b).all(|(want, got)| if *want == b'd' { got.is_ascii_digit() } else { got == want })
+    {
         return None;
     }
     let mut end = shape.len();
@@ -414,6 +442,20 @@ mod tests {
         // Nested: a collector's time, srun's label, torchrun's rank.
         let nested = unwrap("2024-05-01T12:00:01Z 3: [rank3]: RuntimeError: NCCL error");
         assert_eq!((nested.text, nested.tag, nested.rank), ("RuntimeError: NCCL error", "3: [rank3]:", Some(3)));
+    }
+
+    #[test]
+    fn container_runtimes_formats_are_taken_off() {
+        let nccl = "node-7:4242:4300 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.7<0>";
+        let cri = format!("2024-05-01T12:00:01.123456789Z stderr F {nccl}");
+        assert_eq!(unwrap(&cri).text, nccl);
+        let docker = format!(r#"{{"log":"{nccl}\n","stream":"stderr","time":"2024-05-01T12:00:01.1Z"}}"#);
+        assert_eq!(json_record_text(&docker).as_deref(), Some(nccl));
+        let journal = format!(r#"{{"MESSAGE":"{nccl}","_HOSTNAME":"node-7"}}"#);
+        assert_eq!(json_record_text(&journal).as_deref(), Some(nccl));
+        // JSON that carries no line (NCCL Inspector's records, RAS) is not a wrapper.
+        assert_eq!(json_record_text(r#"{"header":{"id":"0x1"},"coll":"AllReduce"}"#), None);
+        assert_eq!(json_record_text("{not json}"), None);
     }
 
     #[test]

@@ -332,6 +332,21 @@ impl LogParser {
     /// Reads one line (without its line ending); `number` is its 1-based line
     /// number in the current input.
     pub fn line(&mut self, text: &str, number: u64) {
+        // A JSON log record (docker's json-file driver, log shippers): the
+        // line it carries, each line of it if it carries several.
+        if text.starts_with('{')
+            && let Some(carried) = wrapper::json_record_text(text)
+        {
+            for line in carried.lines() {
+                self.plain_line(line, number);
+            }
+            return;
+        }
+        self.plain_line(text, number);
+    }
+
+    /// [`LogParser::line`] for a line that is no JSON record.
+    fn plain_line(&mut self, text: &str, number: u64) {
         let (colours, links) = (wrapper::has_colours(text), wrapper::has_autolinks(text));
         if !colours && !links {
             return self.unwrapped_line(text, number);
