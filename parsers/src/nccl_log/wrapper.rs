@@ -283,7 +283,16 @@ fn host_tag(line: &str) -> Option<Wrapper> {
     let hostlike = name.bytes().any(|b| b.is_ascii_digit() || b == b'-');
     let starts_well = name.as_bytes()[0].is_ascii_alphanumeric();
     let library = VERBS_PROVIDERS.contains(&name);
-    (allowed && hostlike && starts_well && !library).then(|| Wrapper::speaker(colon + 2, colon + 1, None))?
+    (allowed && hostlike && starts_well && !library && !is_file_name(name))
+        .then(|| Wrapper::speaker(colon + 2, colon + 1, None))?
+}
+
+/// A file's name before a colon (`libnccl.so.2: cannot open shared object
+/// file`, `train_v2.py: error`): the loader's or the program's own words, not a
+/// host's tag.
+fn is_file_name(name: &str) -> bool {
+    const EXTENSIONS: [&str; 11] = ["py", "cc", "cpp", "cu", "c", "h", "hpp", "sh", "log", "txt", "so"];
+    name.contains(".so.") || name.rsplit_once('.').is_some_and(|(_, extension)| EXTENSIONS.contains(&extension))
 }
 
 /// rdma-core's providers, which open their own messages with their name
@@ -469,6 +478,9 @@ mod tests {
             "[1721186746.658016] [node02:10366:1]  ucp_worker.c:1783 UCX  ERROR failed",
             "[0] NCCL INFO Ring 00 : 0 1",
             "mlx5: node-7: got completion with error:",
+            "libnccl.so.2: cannot open shared object file: No such file or directory",
+            "libnvidia-ml.so: cannot open shared object file",
+            "train_v2.py: error: unrecognized arguments",
             "misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.0.0.1<35913> failed",
             "2024-05-01",
             "12:00 something",
