@@ -339,13 +339,19 @@ fn service_tag(line: &str) -> Option<Wrapper> {
 /// A launcher's bracketed tag ending in `:` or `>:`: `[1,3]<stdout>:`
 /// (mpirun), `[rank3]:`, `[default0]:` (torchrun). Short and one word.
 fn bracket_tag(line: &str) -> Option<Wrapper> {
-    let end = line.find(">:").or_else(|| line.find("]:"))?;
-    if end >= 40 || line[..end].contains(char::is_whitespace) {
+    // Only the line's head can hold one: a prefix-stripped log opens every
+    // line with `[0]`, which must not cost a search of the whole line.
+    let head = &line.as_bytes()[..line.len().min(MAX_BRACKET_TAG + 1)];
+    let end = memchr::memmem::find(head, b">:").or_else(|| memchr::memmem::find(head, b"]:"))?;
+    if end >= MAX_BRACKET_TAG || line[..end].contains(char::is_whitespace) {
         return None;
     }
     let tag = &line[..end + 2];
     Wrapper::speaker(end + 2, end + 2, tag_rank(tag))
 }
+
+/// The longest bracketed tag (`[1,1023]<stderr>:` is 17 characters).
+const MAX_BRACKET_TAG: usize = 40;
 
 /// The rank in a bracketed tag: mpirun's `[job,rank]`, torchrun's `[rankN]`.
 fn tag_rank(tag: &str) -> Option<u32> {
