@@ -333,8 +333,8 @@ fn without_repeat_note(message: &str) -> &str {
 /// The text after Ray's actor tag (`(RayWorkerVllm pid=5085) `, `(pid=909597) `),
 /// or `None` when the line does not open with one.
 pub(crate) fn after_ray_tag(line: &str) -> Option<&str> {
-    let end = line.strip_prefix('(')?.find(") ")? + 1;
-    line[..end].contains("pid=").then(|| line[end + 2..].trim_start())
+    let end = super::wrapper::ray_tag_end(line)?;
+    Some(line[end + 2..].trim_start())
 }
 
 /// The launcher's tags before a line's text (`(VllmWorkerProcess pid=3985) `,

@@ -210,9 +210,7 @@ fn iso_time_len(text: &str) -> Option<usize> {
         }
     }
     let mut end = shape.len();
-    if matches!(b.get(end), Some(b'.' | b',')) && b.get(end + 1).is_some_and(u8::is_ascii_digit) {
-        end += 1 + b[end + 1..].iter().take(9).take_while(|c| c.is_ascii_digit()).count();
-    }
+    end += fraction_len(&b[end..]);
     match b.get(end) {
         Some(b'Z') => end += 1,
         Some(b'+' | b'-') => {
@@ -226,6 +224,17 @@ fn iso_time_len(text: &str) -> Option<usize> {
     Some(end)
 }
 
+/// Bytes of the fraction of a second at the start of `text` (`.123456789`,
+/// `,123`: up to nanoseconds), 0 when there is none.
+fn fraction_len(text: &[u8]) -> usize {
+    match text {
+        [b'.' | b',', digit, ..] if digit.is_ascii_digit() => {
+            1 + text[1..].iter().take(9).take_while(|c| c.is_ascii_digit()).count()
+        }
+        _ => 0,
+    }
+}
+
 /// A time of day alone, as log viewers and some loggers print it:
 /// `12:00:01 `, `12:00:01.123 `.
 fn clock_time(line: &str) -> Option<Wrapper> {
@@ -237,9 +246,7 @@ fn clock_time(line: &str) -> Option<Wrapper> {
         return None;
     }
     let mut end = shape.len();
-    if matches!(b.get(end), Some(b'.' | b',')) && b.get(end + 1).is_some_and(u8::is_ascii_digit) {
-        end += 1 + b[end + 1..].iter().take(9).take_while(|c| c.is_ascii_digit()).count();
-    }
+    end += fraction_len(&b[end..]);
     matches!(b.get(end), Some(b' ' | b'\t')).then(|| Wrapper::time(end + 1))?
 }
 
@@ -371,8 +378,19 @@ fn pod_tag(line: &str) -> Option<Wrapper> {
 
 /// Ray's actor tag: `(RayWorkerWrapper pid=4242) `, `(pid=909597, ip=10.0.0.1) `.
 fn ray_tag(line: &str) -> Option<Wrapper> {
-    let end = line.get(..MAX_TAG_BYTES.min(line.len()))?.find(") ")?;
-    line[..end].contains("pid=").then(|| Wrapper::speaker(end + 2, end + 1, None))?
+    let end = ray_tag_end(line)?;
+    Wrapper::speaker(end + 2, end + 1, None)
+}
+
+/// Where Ray's actor tag that opens the line closes (the index of its `)`),
+/// looked for in the line's first [`MAX_TAG_BYTES`] only.
+pub(crate) fn ray_tag_end(line: &str) -> Option<usize> {
+    let head = &line.as_bytes()[..line.len().min(MAX_TAG_BYTES)];
+    if head.first() != Some(&b'(') {
+        return None;
+    }
+    let end = memchr::memmem::find(head, b") ")?;
+    line[..end].contains("pid=").then_some(end)
 }
 
 /// journald's and syslog's `Nov 24 12:00:01 host program[4242]: `.
