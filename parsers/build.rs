@@ -64,7 +64,7 @@ struct SourceClass {
 }
 
 #[derive(Deserialize)]
-struct LimitErrno {
+struct ErrnoCause {
     text: String,
     errno: String,
     class: String,
@@ -180,7 +180,7 @@ struct File {
     #[serde(default)]
     unreachable_addresses: Vec<UnreachableAddress>,
     #[serde(default)]
-    limit_errnos: Vec<LimitErrno>,
+    errno_causes: Vec<ErrnoCause>,
     #[serde(default)]
     settings: Vec<Setting>,
     #[serde(default)]
@@ -409,12 +409,12 @@ fn main() {
     }
     out.push_str("];\n");
 
-    let _ = writeln!(out, "pub(super) static LIMIT_ERRNOS: &[LimitErrno] = &[");
-    for e in &file.limit_errnos {
+    let _ = writeln!(out, "pub(super) static ERRNO_CAUSES: &[ErrnoCause] = &[");
+    for e in &file.errno_causes {
         known(&e.class, &e.text);
         let _ = writeln!(
             out,
-            "    LimitErrno {{ text: {}, errno: {}, class: {}, meaning: {} }},",
+            "    ErrnoCause {{ text: {}, errno: {}, class: {}, meaning: {} }},",
             lit(&e.text),
             lit(&e.errno),
             lit(&e.class),

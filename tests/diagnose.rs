@@ -640,6 +640,12 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("1624-", "topology-detection-failure"),
         ("1626-", "invalid-usage"),
         ("1668-", "gdr-disabled"),
+        // Batches BV-BY (eleventh session). 1720: GDR is the reporter's
+        // workaround; the lines show a reset connection and an illegal memory
+        // access. 1724: each node ran its own single-node nccl-tests (an MPI
+        // build problem); the lines are one healthy 8-rank node.
+        ("1720-", "gdr-path-broken"),
+        ("1724-", "configuration-error"),
     ];
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
@@ -692,6 +698,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // had never seen: RCCL on two Radeon 7900s (1146), four A6000s on an
         // AMD host whose IOMMU setting was the fix (1149).
         ("1146-", "p2p-disabled"),
+        // Batch BX: a hang after init whose COLL trace shows one process's
+        // ungrouped sends and receives on two communicators drifting apart;
+        // the order of the calls was the thread's finding (1723).
+        ("1723-", "collective-mismatch"),
         ("1149-", "p2p-disabled"),
         // A hang whose last line is NVLS multicast setup (`NVLS Bind mem`),
         // init's last large step: NVLS leads (503; NCCL_NVLS_ENABLE=0 ran).
@@ -772,7 +782,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 370, "{causes} established causes");
+    assert!(causes >= 386, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
@@ -1211,4 +1221,29 @@ fn versions_placed_by_their_warns_reused_ids_and_a_missing_driver_library() {
     let found = findings(&["--log-only", log("1664-").to_str().unwrap()]);
     let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
     assert!(codes.contains(&"nccl-library-missing") && codes.contains(&"topology-detection-failure"), "{codes:?}");
+}
+
+/// Batches BW and BY (eleventh session): nccl-tests under a launcher whose
+/// processes each ran alone (1744: the device table lists rank 0 for four
+/// processes), nccl-tests' own failed check (1747: `#wrong` on every size, no
+/// WARN at all), and a net plugin's config checker refusing a setting (1707,
+/// GKE's `NCCL/NET (shim) mismatch enforced`).
+#[test]
+fn nccl_tests_run_alone_wrong_results_and_a_plugins_refused_setting() {
+    let found = findings(&["--log-only", log("1744-").to_str().unwrap()]);
+    let alone = found.iter().find(|f| f.code == "configuration-error").expect("configuration-error");
+    assert!(alone.title.contains("separate one-process jobs"), "{}", alone.title);
+    assert!(alone.evidence[0].text.contains("lists rank 0 for 4 processes"), "{:?}", alone.evidence);
+    assert_eq!(alone.hosts, ["gdr114", "gdr116"]);
+
+    let found = findings(&["--log-only", log("1747-").to_str().unwrap()]);
+    let wrong = found.iter().find(|f| f.code == "wrong-results").expect("wrong-results");
+    assert_eq!(wrong.severity, Severity::Error);
+    assert!(wrong.evidence[0].text.contains("5 of 5 sizes with wrong elements, the first at 8 bytes"), "{:?}", wrong);
+
+    let found = findings(&["--log-only", log("1707-").to_str().unwrap()]);
+    let codes: Vec<&str> = found.iter().map(|f| f.code.as_str()).collect();
+    assert_eq!(codes[0], "configuration-error", "{codes:?}");
+    assert!(codes.contains(&"net-plugin-failure"), "{codes:?}");
+    assert!(found[0].evidence.iter().any(|e| e.text.contains("guest_config_checker.cc:132 -> 4")), "{:?}", found[0]);
 }

@@ -380,3 +380,97 @@ pub(super) fn reused_comm_id(inputs: &Inputs) -> Option<Finding> {
         .to_string();
     Some(finding.on(hosts, ranks))
 }
+
+/// nccl-tests started by a launcher for several processes that each ran
+/// alone: one run's device table lists the same rank for several processes
+/// (every process printed its own header and was rank 0 of its own job).
+/// The binary was built without MPI (`make MPI=1`), or against another MPI
+/// than the launcher's, so the processes never met: each ran a 1-rank
+/// communicator (bus bandwidth 0) or all of its node's GPUs alone, and the
+/// figures say nothing about the network. Sequential runs of one binary do
+/// not trip it: each has its own table.
+pub(super) fn singleton_launch(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = Vec::new();
+    let (mut hosts, mut ranks) = (BTreeSet::new(), BTreeSet::new());
+    for run in &report.nccl_tests {
+        let mut pids: BTreeMap<u32, BTreeSet<(&str, u64)>> = BTreeMap::new();
+        for r in &run.ranks {
+            pids.entry(r.rank).or_default().insert((r.host.as_str(), r.pid));
+        }
+        for (rank, processes) in pids.into_iter().filter(|(_, p)| p.len() > 1) {
+            let list: Vec<String> = processes.iter().map(|(host, pid)| format!("{host} pid {pid}")).collect();
+            let test = run.test.as_deref().unwrap_or("nccl-tests");
+            let text = format!(
+                "the device table of {test} lists rank {rank} for {} processes: {}",
+                list.len(),
+                list.join(", ")
+            );
+            evidence.push(fact("nccl-tests device table", text));
+            hosts.extend(processes.iter().map(|(host, _)| host.to_string()));
+            ranks.insert(rank);
+        }
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    let singles = report.communicators.iter().filter(|c| c.nranks == Some(1)).count();
+    if singles > 1 {
+        evidence.push(fact("communicators", format!("{singles} communicators of one rank each")));
+    }
+    let mut finding = super::messages::of_class("configuration-error", Severity::Error, evidence)?;
+    finding.title = "nccl-tests ran as separate one-process jobs, not as one MPI job".to_string();
+    finding.why = "Every process printed its own header and took rank 0: the launcher started the processes, but \
+                   they never joined one communicator. nccl-tests does this when it was built without MPI \
+                   (`make` without MPI=1), or against another MPI than the one that launched it (Open MPI 5 \
+                   libraries under an Open MPI 4 mpirun, srun without a matching --mpi plugin). Each process then \
+                   measures only its own GPUs (a 1-rank run reports bus bandwidth 0): nothing crossed the network."
+        .to_string();
+    finding.fix = "Rebuild nccl-tests with `make MPI=1 MPI_HOME=<the launcher's MPI>` (check `ldd all_reduce_perf | \
+                   grep mpi` and `mpirun --version` agree); under Slurm use `srun --mpi=pmix` (or pmi2) as the \
+                   MPI was built for; then the header lists every rank once."
+        .to_string();
+    Some(finding.on(hosts, ranks))
+}
+
+/// nccl-tests' own check failed: elements of a result differ from the values
+/// it expects (`#wrong` > 0 on any size, or `Out of bounds values : N
+/// FAILED`). A wrong result is the worst failure a benchmark can report and
+/// prints no WARN. Old nccl-tests printed a relative error in that column,
+/// well below one for a correct result; a count is at least one.
+pub(super) fn wrong_results(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let mut evidence = Vec::new();
+    let mut hosts = BTreeSet::new();
+    for run in &report.nccl_tests {
+        let wrong = |m: Option<&topo_model::nccl::NcclTestsMeasure>| m.and_then(|m| m.wrong).filter(|w| *w >= 1.0);
+        let bad: Vec<_> =
+            run.rows.iter().filter(|r| wrong(Some(&r.out_of_place)).or(wrong(r.in_place.as_ref())).is_some()).collect();
+        let test = run.test.as_deref().unwrap_or("nccl-tests");
+        if let Some(first) = bad.first() {
+            let counts: Vec<String> =
+                [("out-of-place", wrong(Some(&first.out_of_place))), ("in-place", wrong(first.in_place.as_ref()))]
+                    .iter()
+                    .filter_map(|(how, w)| w.map(|w| format!("{w} {how}")))
+                    .collect();
+            let text = format!(
+                "{test}: {} of {} sizes with wrong elements, the first at {} bytes ({} wrong)",
+                bad.len(),
+                run.rows.len(),
+                first.bytes,
+                counts.join(", ")
+            );
+            evidence.push(fact("nccl-tests results", text));
+        }
+        if let Some(n) = run.out_of_bounds.filter(|n| *n > 0) {
+            evidence.push(fact("nccl-tests results", format!("{test}: Out of bounds values : {n} FAILED")));
+        }
+        if !bad.is_empty() || run.out_of_bounds.is_some_and(|n| n > 0) {
+            hosts.extend(run.ranks.iter().map(|r| r.host.clone()));
+        }
+    }
+    if evidence.is_empty() {
+        return None;
+    }
+    Some(super::messages::of_class("wrong-results", Severity::Error, evidence)?.on(hosts, []))
+}

@@ -26,5 +26,7 @@ pub const RULES: &[Rule] = &[
     job::collective_mismatch,
     job::shared_gpu,
     job::reused_comm_id,
+    job::singleton_launch,
+    job::wrong_results,
     job::small_messages,
 ];

@@ -267,10 +267,12 @@ pub struct UnreachableAddress {
     pub meaning: &'static str,
 }
 
-/// A system error (strerror text) that names a limit the node ran out of,
-/// whatever call met it (`Accept failed: Too many open files`).
+/// A system error (strerror text) that names the cause whatever call met it:
+/// a limit the node ran out of (`Accept failed: Too many open files`), or a
+/// peer that went away (`Call to recv from 10.0.0.2<5555> failed : Connection
+/// reset by peer`).
 #[derive(Debug, Clone, Copy)]
-pub struct LimitErrno {
+pub struct ErrnoCause {
     pub text: &'static str,
     pub errno: &'static str,
     pub class: &'static str,
@@ -312,7 +314,7 @@ pub struct Catalogue {
     pub results: &'static [ResultCode],
     pub sources: &'static [SourceClass],
     pub unreachable_addresses: &'static [UnreachableAddress],
-    pub limit_errnos: &'static [LimitErrno],
+    pub errno_causes: &'static [ErrnoCause],
     pub settings: &'static [Setting],
     /// Suspects of failures that name no cause, in table order.
     pub suspects: &'static [Suspects],
@@ -362,7 +364,7 @@ impl Catalogue {
             results: RESULTS,
             sources: SOURCES,
             unreachable_addresses: UNREACHABLE_ADDRESSES,
-            limit_errnos: LIMIT_ERRNOS,
+            errno_causes: ERRNO_CAUSES,
             settings: SETTINGS,
             suspects: SUSPECTS,
             patterns: PATTERNS,
@@ -527,10 +529,10 @@ impl Catalogue {
         })
     }
 
-    /// The limit a failure's system error names (`... failed: Too many open
+    /// The cause a failure's system error names (`... failed: Too many open
     /// files`): the errno's words after a `:`, `,` or `(` anywhere in the text.
-    pub fn limit_errno(&self, text: &str) -> Option<&LimitErrno> {
-        self.limit_errnos
+    pub fn errno_cause(&self, text: &str) -> Option<&ErrnoCause> {
+        self.errno_causes
             .iter()
             .find(|e| text.match_indices(e.text).any(|(at, _)| text[..at].trim_end().ends_with([':', ',', '('])))
     }

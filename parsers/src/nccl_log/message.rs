@@ -430,6 +430,17 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
     if let Some(rest) = message.strip_prefix("NCCL_") {
         return env(message, rest);
     }
+    // A plugin's own line behind its clock (GCP's TCPX/TCPXO): read as NCCL's
+    // own shapes read it, settings and device list alike.
+    if let Some((_, text)) = plugin_stamped(message) {
+        if let Some(rest) = text.strip_prefix("NCCL_") {
+            return env(text, rest);
+        }
+        if let Some(list) = text.strip_prefix("Using ").filter(|l| l.starts_with('[')) {
+            return plugin_devices(list);
+        }
+        return None;
+    }
     if let Some(plugin) = net_plugin(message) {
         return Some(plugin);
     }
@@ -468,11 +479,7 @@ fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
         && !plugin.contains(' ')
         && rest.starts_with('[')
     {
-        let devices: Vec<&str> = device_list(rest.split(';').next()?)
-            .into_iter()
-            .map(|d| if d.contains('<') { d.split(':').next().unwrap_or(d) } else { d })
-            .collect();
-        return (!devices.is_empty()).then_some(Event::NetDevices(devices));
+        return plugin_devices(rest);
     }
     // 2.2/2.3: `NET : Using interface eth0:10.0.0.1<0>` (bootstrap and sockets)
     // and `NET/IB : Using interface ib0 for sideband communication`.
@@ -572,9 +579,24 @@ fn device_list(list: &str) -> Vec<&str> {
     }
     // `[RO]` (relaxed ordering) and the like follow the devices: not devices.
     list.split_whitespace()
+        .flat_map(glued_entries)
         .filter_map(|t| t.strip_prefix('[').and_then(|t| t.split_once(']')).map(|(_, d)| d))
         .filter(|d| d.chars().next().is_some_and(|c| c.is_ascii_alphanumeric()))
         .collect()
+}
+
+/// Entries a plugin printed without a space between them
+/// (`[0]eth1:192.169.0.3<0>[1]eth2:192.169.1.3<0>`, GCP's TCPXO): cut before
+/// each `[` that follows an address's closing `>`.
+fn glued_entries(token: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (at, _) in token.match_indices(">[") {
+        out.push(&token[start..=at]);
+        start = at + 1;
+    }
+    out.push(&token[start..]);
+    out
 }
 
 /// The network plugin a process loaded, or none: NCCL's `NET/Plugin` INFO
@@ -630,7 +652,10 @@ fn comm_init(message: &str) -> Option<Event<'_>> {
     // nothing after them; excerpts cut 2.4's `cudaDev %d nvmlDev %d - Init
     // COMPLETE` after the fields): the rank's init line all the same. Destroy
     // and Abort COMPLETE lines are not.
-    let fields_only = message.starts_with("comm 0x") && !message.contains(" - ");
+    // The same for 2.19+'s `ncclCommInitRank comm %p rank %d nranks %d ...
+    // commId 0x%llx - Init START`, named by its caller, hard-wrapped before its end.
+    let caller_fields = message.starts_with("ncclComm") && message.contains(" comm 0x") && message.contains(" nranks ");
+    let fields_only = (message.starts_with("comm 0x") || caller_fields) && !message.contains(" - ");
     let ends = message.ends_with("Destroy COMPLETE") || message.ends_with("Abort COMPLETE");
     if !complete && !message.contains("Init START") && !fields_only && !ends {
         return None;
@@ -644,7 +669,8 @@ fn comm_init(message: &str) -> Option<Event<'_>> {
         cuda_dev: field(rest, " cudaDev ").and_then(num),
         nvml_dev: field(rest, " nvmlDev ").and_then(num),
         bus_id: field(rest, " busId "),
-        comm_id: field(rest, " commId "),
+        // A line cut inside the id (`commId 0x`) names none.
+        comm_id: field(rest, " commId ").filter(|id| id.len() > 2),
         complete,
         ends,
     }))
@@ -718,16 +744,47 @@ fn init_timings(message: &str) -> Option<Event<'_>> {
 }
 
 /// `transport/net.cc:1298 -> 6`, with optional `[Async thread]` or `(strerror)`.
+/// A network plugin's trail carries its tag before the location (`NCCL/NET
+/// (shim) /build/nccl-shim/src/guest_config_checker.cc:132 -> 4`, GKE's
+/// config-checker shim): the last word, when it names a source file.
 fn error_trace(message: &str) -> Option<Event<'_>> {
     let (location, rest) = message.split_once(" -> ")?;
     let location = location.trim();
-    let location = location.split(" (").next()?;
+    let location = match location.rsplit_once(' ') {
+        Some((_, last)) if is_source_file(last.rsplit_once(':').map_or("", |(file, _)| file)) => last,
+        _ => location.split(" (").next()?,
+    };
     let (file, line) = location.rsplit_once(':')?;
     if file.is_empty() || file.contains(' ') || line.parse::<u64>().is_err() {
         return None;
     }
     let code = num(rest.split_whitespace().next()?)?;
     Some(Event::ErrorTrace { location, code })
+}
+
+/// A network plugin's device list (`[0]ens8:10.128.0.107<0> [1]...`): the
+/// plugin's devices, named by interface where they carry an address.
+fn plugin_devices(list: &str) -> Option<Event<'_>> {
+    let devices: Vec<&str> = device_list(list.split(';').next()?)
+        .into_iter()
+        .map(|d| if d.contains('<') { d.split(':').next().unwrap_or(d) } else { d })
+        .collect();
+    (!devices.is_empty()).then_some(Event::NetDevices(devices))
+}
+
+/// A network plugin's line that prints its own clock after its tag (`NET/FasTrak
+/// 2026-08-02T13:31:19.101248334+00:00: Using [0]eth1:...`, GCP's TCPXO):
+/// the plugin's name and the text after the time.
+fn plugin_stamped(message: &str) -> Option<(&str, &str)> {
+    let (plugin, rest) = message.strip_prefix("NET/")?.split_once(' ')?;
+    let (stamp, text) = rest.split_once(": ")?;
+    let clock = stamp.len() >= 19 && stamp.as_bytes()[..4].iter().all(u8::is_ascii_digit) && stamp.contains('T');
+    (clock && !stamp.contains(' ')).then_some((plugin, text))
+}
+
+/// A C or C++ source or header file's name (`net.cc`, `socket.h`, `common.cu`).
+fn is_source_file(name: &str) -> bool {
+    [".cc", ".c", ".h", ".cu", ".cpp", ".hpp", ".cuh"].iter().any(|ext| name.ends_with(ext))
 }
 
 /// `AllReduce: 8388608 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..23}` (2.24+),

@@ -110,7 +110,7 @@ impl MessageTable {
 
 /// Classes of calls that fail for many reasons (a socket accept, a proxy
 /// connection, a plugin call), which the system error then names.
-const LIMIT_CARRIERS: &[&str] = &["bootstrap-connect-failure", "proxy-failure", "net-plugin-failure", "peer-lost"];
+const CAUSE_CARRIERS: &[&str] = &["bootstrap-connect-failure", "proxy-failure", "net-plugin-failure", "peer-lost"];
 
 /// The class of a message and the further classes it points at. A
 /// framework line that quotes NCCL's own words (`Last error:` text) is read
@@ -145,13 +145,14 @@ fn classify(level: Level, text: &str, source: Option<&str>) -> (Option<String>, 
         also.extend(class.take());
         class = Some(subsystem);
     }
-    // A system error naming a limit (EMFILE, ENOMEM, ...) is the cause
-    // whatever call met it; the call's own class stays beside it.
-    if let Some(limit) = CATALOGUE.limit_errno(text)
-        && class.is_none_or(|c| generic(c) || LIMIT_CARRIERS.contains(&c))
+    // A system error naming a limit (EMFILE, ENOMEM, ...) or a peer gone
+    // (ECONNRESET, EPIPE) is the cause whatever call met it; the call's own
+    // class stays beside it.
+    if let Some(cause) = CATALOGUE.errno_cause(text)
+        && class.is_none_or(|c| generic(c) || CAUSE_CARRIERS.contains(&c))
     {
         also.extend(class.take());
-        class = Some(limit.class);
+        class = Some(cause.class);
     }
     // A failed CUDA call keeps that class beside the specific one a row gives
     // it (`Cuda failure 711 'peer mapping resources exhausted'` is a resource

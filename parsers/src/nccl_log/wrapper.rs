@@ -59,31 +59,56 @@ pub fn unwrap(line: &str) -> Unwrapped<'_> {
     Unwrapped { text: rest, tag, rank }
 }
 
-/// Whether the line holds a terminal's colour codes (`ESC [ ... m`), which
-/// [`without_colours`] takes out.
-pub fn has_colours(line: &str) -> bool {
-    memchr::memchr(0x1b, line.as_bytes()).is_some()
+/// How a colour sequence's ESC byte reaches us when a paste did not keep it
+/// as a byte: drawn (`←[36m` from a Windows console, `␛[36m`), written out
+/// (`^[[36m` from `cat -v` or less, `ESC[36m` from an editor, `\x1b[36m`,
+/// `\033[36m`, `\e[36m` from a string's repr), or the byte itself.
+const ESCAPE_FORMS: [&str; 8] = ["\x1b", "\u{2190}", "\u{241b}", "^[", "ESC", "\\x1b", "\\033", "\\e"];
+
+/// The length of an SGR sequence's parameters and final `m` after its `[`
+/// (`36m`, `0m`, `1;32m`), if `rest` starts with one.
+fn sgr_len(rest: &[u8]) -> Option<usize> {
+    let params = rest.iter().take(8).take_while(|b| b.is_ascii_digit() || **b == b';').count();
+    (params > 0 && rest.get(params) == Some(&b'm')).then_some(params + 1)
 }
 
-/// The line without its SGR colour sequences (`ESC [ 36 m`, `ESC [ 0 m`),
-/// written into `out`. Any other escape stays, to be shown escaped.
+/// The colour sequence whose `[` is at `at`, as (start, end) of what to take
+/// out: with its ESC in any of [`ESCAPE_FORMS`], or bare (the ESC lost in
+/// the paste) where a colour stands for sure: at the line's start, or
+/// around a launcher's tag (`[36m(RayWorkerWrapper pid=627)[0m`).
+fn colour_at(line: &str, at: usize) -> Option<(usize, usize)> {
+    let end = at + 1 + sgr_len(&line.as_bytes()[at + 1..])?;
+    let head = &line[..at];
+    if let Some(form) = ESCAPE_FORMS.iter().find(|f| head.ends_with(**f)) {
+        return Some((at - form.len(), end));
+    }
+    let bare = head.trim_start().is_empty() || head.ends_with(')') || line[end..].starts_with('(');
+    bare.then_some((at, end))
+}
+
+/// Whether the line holds a terminal's colour codes (`ESC [ ... m`, in any
+/// form a paste left them), which [`without_colours`] takes out.
+pub fn has_colours(line: &str) -> bool {
+    memchr::memchr(0x1b, line.as_bytes()).is_some()
+        || memchr::memchr_iter(b'[', line.as_bytes()).any(|at| colour_at(line, at).is_some())
+}
+
+/// The line without its SGR colour sequences (`ESC [ 36 m`, `ESC [ 0 m`, and
+/// the forms of [`ESCAPE_FORMS`]), written into `out`. Any other escape
+/// stays, to be shown escaped.
 pub fn without_colours(line: &str, out: &mut String) {
     out.clear();
-    let mut rest = line;
-    while let Some(at) = rest.find('\x1b') {
-        out.push_str(&rest[..at]);
-        let after = &rest[at + 1..];
-        let params =
-            after.strip_prefix('[').map(|p| p.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count());
-        match params {
-            Some(n) if after[1 + n..].starts_with('m') => rest = &after[n + 2..],
-            _ => {
-                out.push('\x1b');
-                rest = after;
-            }
+    let mut from = 0;
+    for at in memchr::memchr_iter(b'[', line.as_bytes()) {
+        if at < from {
+            continue;
+        }
+        if let Some((start, end)) = colour_at(line, at).filter(|(start, _)| *start >= from) {
+            out.push_str(&line[from..start]);
+            from = end;
         }
     }
-    out.push_str(rest);
+    out.push_str(&line[from..]);
 }
 
 /// Whether the line went through a rich editor that turned `file.cc:NNN`
@@ -551,5 +576,29 @@ mod tests {
         assert_eq!(out, "node-7:1:2 [0] NCCL WARN x");
         without_colours("a\x1b]0;title\x07b\x1b[2Jc\x1b", &mut out);
         assert_eq!(out, "a\x1b]0;title\x07b\x1b[2Jc\x1b");
+    }
+
+    /// Corpus 1683 (`←[36m`, a Windows console's paste), 1085 (`ESC[36m`),
+    /// 300 (`[0m`, the ESC lost): the same colours, drawn or written out.
+    #[test]
+    fn colours_a_paste_drew_or_lost_are_taken_out() {
+        let mut out = String::new();
+        for line in [
+            "\u{2190}[36m(RayWorkerWrapper pid=367)\u{2190}[0m vllm-0:367:367 [1] NCCL INFO x",
+            "ESC[36m(RayWorkerWrapper pid=367)ESC[0m vllm-0:367:367 [1] NCCL INFO x",
+            "^[[36m(RayWorkerWrapper pid=367)^[[0m vllm-0:367:367 [1] NCCL INFO x",
+            "\\x1b[36m(RayWorkerWrapper pid=367)\\x1b[0m vllm-0:367:367 [1] NCCL INFO x",
+            "[36m(RayWorkerWrapper pid=367)[0m vllm-0:367:367 [1] NCCL INFO x",
+        ] {
+            assert!(has_colours(line), "{line}");
+            without_colours(line, &mut out);
+            assert_eq!(out, "(RayWorkerWrapper pid=367) vllm-0:367:367 [1] NCCL INFO x", "{line}");
+        }
+        without_colours("[0m ip-172-31-0-137:14605:14673 [0] NCCL INFO y", &mut out);
+        assert_eq!(out, " ip-172-31-0-137:14605:14673 [0] NCCL INFO y");
+        // A bracket that is no colour, or a bare one inside the text, stays.
+        for line in ["host:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1]", "took [10m] to start", "a [0m b"] {
+            assert!(!has_colours(line), "{line}");
+        }
     }
 }

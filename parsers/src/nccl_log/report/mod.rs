@@ -9,16 +9,21 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use topo_model::BusId;
 use topo_model::nccl::{
     CollectiveCall, CollectiveStats, CollectiveTimeout, Direction, EnvOverride, ErrorTrace, LineRef, LoggedPath,
-    NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, TuningChoice,
+    NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, TransportKind, TuningChoice,
 };
 
+mod continuation;
 mod events;
 mod finish;
+mod hosts;
 mod span;
+
+use continuation::{HeldWarn, MAX_WRAPPED_WARN_CHARS, OpenQuote, WRAPPED_LINES};
+use hosts::{canonical_hosts, fold_cut_heads};
 
 use super::bytes::short_eq;
 use super::catalogue::{CATALOGUE, Level as MessageLevel};
-use super::communicator::{CommState, merge_orphans};
+use super::communicator::{CommState, merge_orphans, transport_kind};
 use super::framework;
 use super::limits::{Budget, Table};
 use super::message::{self, Collective, CommInit, ConnectionLine, Event};
@@ -91,44 +96,6 @@ const MAX_EVIDENCE_CHARS: usize = 300;
 /// How far below a fatal signal its backtrace may name NCCL (gdb and UCX print
 /// a few dozen frames).
 const CRASH_FRAMES: u64 = 64;
-/// Lines below its first that a wrapped quote or WARN of NCCL's text may take: a
-/// WARN's text is a few hundred characters, four terminal lines at most.
-const WRAPPED_LINES: u8 = 4;
-/// A wrapped WARN joined from its lines is kept to this length.
-const MAX_WRAPPED_WARN_CHARS: usize = 2048;
-/// Held WARN texts whose table row is remembered, and the longest remembered.
-const MAX_HELD_ROWS: usize = 512;
-const MAX_HELD_ROW_TEXT: usize = 512;
-
-/// The last WARN line, held until the next line says whether it goes on
-/// there (a paste hard-wrapped at the terminal's width), and the continuation
-/// lines joined to it. Its text is in [`LogParser::held_warn_text`].
-struct HeldWarn {
-    /// Its line number, which the warning cites.
-    line: u64,
-    /// Where in the text its message begins, and its NCCL source location:
-    /// as the line was read (NCCL 1.x's WARN puts the source after the level).
-    message_at: usize,
-    source_at: Option<(usize, usize)>,
-    /// Literal characters of its table row the text holds so far, once asked
-    /// (only when a bare line follows: most WARNs are followed by NCCL lines).
-    held: Option<usize>,
-    /// Lines that may still continue it.
-    lines_left: u8,
-}
-
-/// XLA's quote of NCCL's last WARN, opened on one line and not yet closed (a
-/// paste hard-wrapped at the terminal's width).
-struct OpenQuote {
-    /// What was read of it so far (at most [`MAX_EVIDENCE_CHARS`] and a little).
-    text: String,
-    /// Lines that may still continue it.
-    lines_left: u8,
-    /// The line it began on, which the finding cites.
-    line: u64,
-    rank: Option<u32>,
-}
-
 /// What is known about the processes of one host.
 #[derive(Default)]
 struct HostState {
@@ -567,6 +534,7 @@ impl LogParser {
                 }
             }
             None if line.level == Level::Bare && self.via_fragment(line.message) => {}
+            None if line.level == Level::Bare && self.init_complete_fragment(line.message) => {}
             None if line.level == Level::Bare && self.prefixed_version(line.message) => {}
             None if line.level == Level::Bare && !self.nccl_tests.line(line.message) => self.unparsed_lines += 1,
             None if line.level == Level::Info && !self.notice(&line) && !self.topology_line(&line) => {
@@ -578,19 +546,40 @@ impl LogParser {
 
     /// The second half of a connection line another process's output cut in
     /// two (`4] -> 5[5] via P2P/IPC`): the channel is lost with the first half,
-    /// but the line's transport still counts.
+    /// but the line's transport still counts. A cut inside the peer's rank
+    /// (`] via P2P/IPC/read`, as Ray's interleaved workers leave it) counts
+    /// when what follows ` via ` is one of NCCL's transports.
     fn via_fragment(&mut self, text: &str) -> bool {
         let Some((edge, via)) = text.split_once(" via ") else { return false };
-        let Some((_, to)) = edge.rsplit_once("->") else { return false };
         // `9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA`: the direction is not the peer.
-        let to = to.trim().trim_end_matches("[send]").trim_end_matches("[receive]").trim();
-        if via.is_empty() || !to.starts_with(|c: char| c.is_ascii_digit()) || to.contains(' ') {
+        let edge = edge.trim().trim_end_matches("[send]").trim_end_matches("[receive]").trim();
+        let via = via.trim();
+        let peer_ok = match edge.rsplit_once("->") {
+            Some((_, to)) => {
+                let to = to.trim();
+                to.starts_with(|c: char| c.is_ascii_digit()) && !to.contains(' ')
+            }
+            None => edge.ends_with(']') && !edge.contains(' ') && transport_kind(via) != TransportKind::Other,
+        };
+        if via.is_empty() || !peer_ok {
             return false;
         }
-        let via = via.trim();
         if self.via.len() < MAX_DISTINCT_VIA || self.via.contains_key(via) {
             *self.via.entry(via.to_string()).or_default() += 1;
         }
+        self.nccl_lines += 1;
+        true
+    }
+
+    /// The tail of an `ncclCommInitRank ... - Init COMPLETE` line another
+    /// process's output cut (`aDev 0 nvmlDev 0 busId 100000 commId 0x9bdf... -
+    /// Init COMPLETE`): the communicator is lost with the head, the count is not.
+    fn init_complete_fragment(&mut self, text: &str) -> bool {
+        let Some(head) = text.trim_end().strip_suffix(" - Init COMPLETE") else { return false };
+        if !head.contains(" commId 0x") && !head.contains(" busId ") {
+            return false;
+        }
+        self.init_complete += 1;
         self.nccl_lines += 1;
         true
     }
@@ -704,154 +693,6 @@ impl LogParser {
         speaker.push(' ');
         speaker.extend(tag.chars().take(256));
         speaker
-    }
-
-    /// A line that continues a watchdog report cut after `operation
-    /// timeout:` (`WorkNCCL(SeqNum=1, OpType=ALLREDUCE, ...` and, wrapped
-    /// again, `Timeout(ms)=600000) ran for ...`): the report is read again
-    /// whole and replaces what its first line gave. Anything else ends it.
-    fn watchdog_goes_on(&mut self, text: &str) -> bool {
-        let Some((mut head, index, last)) = self.wrapped_watchdog.take() else { return false };
-        let text = framework::without_rank_tag(text);
-        let continues = if head.ends_with(':') { text.starts_with("WorkNCCL(") } else { !text.is_empty() };
-        if !continues || self.line_number != last + 1 || head.len() + text.len() > MAX_EVIDENCE_CHARS * 4 {
-            return false;
-        }
-        head.push(' ');
-        head.push_str(text);
-        if let Some(Event::WatchdogTimeout { seq, op, timeout_ms, ran_ms, group_size, .. }) = message::watchdog(&head)
-            && let Some(timeout) = self.timeouts.get_mut(index)
-        {
-            (timeout.seq, timeout.op) = (seq.or(timeout.seq), op.to_string());
-            (timeout.timeout_ms, timeout.ran_ms) = (timeout_ms.or(timeout.timeout_ms), ran_ms.or(timeout.ran_ms));
-            timeout.group_size = group_size.or(timeout.group_size);
-        }
-        self.nccl_lines += 1;
-        // The report ends with `before timing out.`; until then the next line may go on.
-        if !head.contains("timing out") && text.contains("WorkNCCL(") && !text.ends_with(')') {
-            self.wrapped_watchdog = Some((head, index, self.line_number));
-        }
-        true
-    }
-
-    /// A line that continues a wrapped quote of NCCL's text: the quote ends at
-    /// its closing `'`, or after [`WRAPPED_LINES`] lines, and is then
-    /// read whole, as if it had been printed on its first line. A line with
-    /// something else to say (an NCCL prefix, another framework error) is not
-    /// a continuation: the quote is read as far as it went.
-    fn quote_goes_on(&mut self, text: &str) -> bool {
-        let Some(mut quote) = self.open_quote.take() else { return false };
-        // (An open quote always has lines left: one that ran out was read.)
-        let continues = !text.is_empty() && framework::recognise(text).is_none();
-        if continues {
-            self.nccl_lines += 1;
-            let (part, closed) = text.rfind('\'').map_or((text, false), |close| (&text[..close], true));
-            let room = MAX_EVIDENCE_CHARS.saturating_sub(quote.text.chars().count());
-            quote.text.push(' ');
-            quote.text.extend(part.trim().chars().take(room));
-            quote.lines_left = quote.lines_left.saturating_sub(1);
-            if !closed && quote.lines_left > 0 {
-                self.open_quote = Some(quote);
-                return true;
-            }
-        }
-        self.read_quote(quote);
-        continues
-    }
-
-    /// The line after a held WARN: joined to it when the WARN stops inside
-    /// its table row and this bare line carries more of that row, else the
-    /// WARN is read as it stood (before this line, so nothing this line
-    /// changes, such as a new communicator, reaches it).
-    fn warn_goes_on(&mut self, text: &str) -> bool {
-        let Some(mut held) = self.held_warn.take() else { return false };
-        let rest = text.trim();
-        // (A held WARN always has lines left: one that ran out was read.)
-        if rest.is_empty() || prefix::split(text).level != Level::Bare {
-            self.read_held_warn(held);
-            return false;
-        }
-        let message = |raw: &str| CATALOGUE.warn_held(raw.get(held.message_at..).unwrap_or(""));
-        let so_far = match held.held {
-            Some(so_far) => Some(so_far),
-            None => self.held_row(held.message_at).filter(|(held, whole)| held < whole).map(|(held, _)| held),
-        };
-        let Some(so_far) = so_far else {
-            self.read_held_warn(held);
-            return false;
-        };
-        let mut joined = self.held_warn_text.clone();
-        joined.push(' ');
-        joined.extend(rest.chars().take(MAX_WRAPPED_WARN_CHARS.saturating_sub(joined.len())));
-        match message(&joined).filter(|(now, _)| *now > so_far) {
-            Some((now, whole)) => {
-                self.nccl_lines += 1;
-                self.held_warn_text = joined;
-                held = HeldWarn { held: Some(now), lines_left: held.lines_left.saturating_sub(1), ..held };
-                match now < whole && held.lines_left > 0 {
-                    true => self.held_warn = Some(held),
-                    false => self.read_held_warn(held),
-                }
-                true
-            }
-            None => {
-                self.read_held_warn(held);
-                false
-            }
-        }
-    }
-
-    /// How much of its table row the held WARN's text holds (see
-    /// `Catalogue::warn_held`), remembered for texts seen before.
-    fn held_row(&mut self, message_at: usize) -> Option<(usize, usize)> {
-        let message = self.held_warn_text.get(message_at..).unwrap_or("");
-        if let Some(known) = self.held_rows.get(message) {
-            return *known;
-        }
-        let found = CATALOGUE.warn_held(message);
-        // Bounded: a few hundred short texts (a hostile log of distinct WARNs
-        // is read as before, without the memory).
-        if self.held_rows.len() < MAX_HELD_ROWS && message.len() <= MAX_HELD_ROW_TEXT {
-            self.held_rows.insert(message.to_string(), found);
-        }
-        found
-    }
-
-    /// The held WARN, if any, read now.
-    fn read_held_warn_now(&mut self) {
-        if let Some(held) = self.held_warn.take() {
-            self.read_held_warn(held);
-        }
-    }
-
-    /// The held WARN, read as one line at the line it began on, its message
-    /// and source where they were when it was first read.
-    fn read_held_warn(&mut self, held: HeldWarn) {
-        let text = std::mem::take(&mut self.held_warn_text);
-        let mut line = prefix::split(&text);
-        line.level = Level::Warn;
-        line.message = text.get(held.message_at..).unwrap_or(line.message);
-        line.source = held.source_at.and_then(|(from, to)| text.get(from..to)).or(line.source);
-        self.warning(&line, held.line);
-        self.held_warn_text = text;
-    }
-
-    /// Reads a wrapped quote as far as it went (the log ended, or NCCL's own
-    /// lines came before its closing `'`).
-    fn close_quote(&mut self) {
-        if let Some(quote) = self.open_quote.take() {
-            self.read_quote(quote);
-        }
-    }
-
-    /// A quote's text, as the framework error of the line it began on.
-    fn read_quote(&mut self, quote: OpenQuote) {
-        if quote.text.trim().is_empty() {
-            return;
-        }
-        let current = std::mem::replace(&mut self.line_number, quote.line);
-        self.add_framework_error(quote.text.trim(), Some("Last error"), quote.rank);
-        self.line_number = current;
     }
 
     /// A frame of the backtrace after a fatal signal that is in NCCL: the
@@ -1058,61 +899,6 @@ impl LogParser {
     }
 }
 
-/// Hosts as printed, mapped to a canonical name: a name that is another known
-/// name with junk glued in front (application output without a newline) is
-/// folded into that name.
-fn canonical_hosts(lines: &HashMap<String, u64>) -> HashMap<String, String> {
-    // Each name's proper suffixes are looked up (linear in the names' length,
-    // not quadratic in their number): the longest known one printed more often wins.
-    lines
-        .iter()
-        .map(|(name, count)| {
-            let target = name
-                .char_indices()
-                .skip(1)
-                .map(|(at, _)| &name[at..])
-                .find(|suffix| lines.get(*suffix).is_some_and(|other| other > count))
-                .map_or_else(|| name.clone(), str::to_string);
-            (name.clone(), target)
-        })
-        .collect()
-}
-
-/// A name that is the tail of another known name whose process it shares
-/// (`06c0s1b1n0:1436708:..` beside `x3006c0s1b1n0:1436708:..`): another
-/// process's write cut the line's head. It is folded into the whole name,
-/// printed more often; a shared pid keeps two real hosts whose names end
-/// alike (`node1`, `gpunode1`) apart.
-fn fold_cut_heads(
-    canonical: &mut HashMap<String, String>,
-    lines: &HashMap<String, u64>,
-    pids: &HashMap<&str, &BTreeSet<Option<u64>>>,
-) {
-    let mut by_pid: HashMap<u64, Vec<&str>> = HashMap::new();
-    for (host, set) in pids {
-        for pid in set.iter().flatten() {
-            by_pid.entry(*pid).or_default().push(*host);
-        }
-    }
-    let mut folded = Vec::new();
-    for (name, count) in lines {
-        if canonical.get(name) != Some(name) {
-            continue;
-        }
-        let Some(own) = pids.get(name.as_str()) else { continue };
-        let whole = own.iter().flatten().filter_map(|pid| by_pid.get(pid)).flatten().find(|other| {
-            other.len() > name.len() && other.ends_with(name.as_str()) && lines.get(**other).is_some_and(|c| c > count)
-        });
-        if let Some(whole) = whole {
-            folded.push((name.clone(), canonical.get(*whole).cloned().unwrap_or_else(|| whole.to_string())));
-        }
-    }
-    canonical.extend(folded);
-}
-
-/// The message of a WARN line that lost only its `host:pid:tid [dev]` prefix
-/// (`include/socket.h:344 WARN Socket creation failed : ...`, as a launcher or
-/// a paste keeps it): without NCCL's source location and level word.
 /// Where `part` (a slice of `text`) begins in `text`; `None` for a slice of
 /// anything else.
 fn offset_in(text: &str, part: &str) -> Option<usize> {
@@ -1120,6 +906,9 @@ fn offset_in(text: &str, part: &str) -> Option<usize> {
     (at + part.len() <= text.len() && text.is_char_boundary(at)).then_some(at)
 }
 
+/// The message of a WARN line that lost only its `host:pid:tid [dev]` prefix
+/// (`include/socket.h:344 WARN Socket creation failed : ...`, as a launcher or
+/// a paste keeps it): without NCCL's source location and level word.
 fn without_source_and_level(text: &str) -> &str {
     // `file.cc:NN [NCCL] WARN message`, anywhere in the line: what comes before
     // may be a prefix NCCL's splitter does not know (`machine [0] ...` of a
@@ -1204,6 +993,7 @@ fn datatype_size(datatype: u32) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::continuation::MAX_HELD_ROWS;
     use super::*;
 
     #[test]
@@ -1312,34 +1102,5 @@ mod tests {
         // Whole on its line: the bare line after it is not joined.
         let whole = read("h:1:2 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\nfrom peer x with status=1\n");
         assert_eq!(whole[0].text, "Cuda failure 'out of memory'");
-    }
-
-    #[test]
-    fn hostnames_with_their_head_cut_fold_into_the_whole_one() {
-        let lines: HashMap<String, u64> = [
-            ("x3006c0s1b1n0".to_string(), 300),
-            ("06c0s1b1n0".to_string(), 1),
-            ("gpunode1".to_string(), 50),
-            ("node1".to_string(), 20),
-        ]
-        .into();
-        let sets: Vec<(&str, BTreeSet<Option<u64>>)> = vec![
-            ("x3006c0s1b1n0", [Some(1436708), Some(1436705)].into()),
-            ("06c0s1b1n0", [Some(1436708)].into()),
-            ("gpunode1", [Some(7)].into()),
-            ("node1", [Some(8)].into()),
-        ];
-        let pids: HashMap<&str, &BTreeSet<Option<u64>>> = sets.iter().map(|(h, s)| (*h, s)).collect();
-        let mut canonical = canonical_hosts(&lines);
-        fold_cut_heads(&mut canonical, &lines, &pids);
-        assert_eq!(canonical["06c0s1b1n0"], "x3006c0s1b1n0");
-        // Two hosts whose names end alike, with no process in common, stay two.
-        assert_eq!(canonical["node1"], "node1");
-    }
-
-    #[test]
-    fn glued_hostnames_fold_into_the_real_one() {
-        let lines: HashMap<String, u64> = [("mew0".to_string(), 100), ("-1mew0".to_string(), 1)].into();
-        assert_eq!(canonical_hosts(&lines)["-1mew0"], "mew0");
     }
 }

@@ -11,10 +11,9 @@ use topo_model::nccl::NcclReport;
 
 use super::super::catalogue::CATALOGUE;
 
-/// The peer addresses a line names in NCCL's `address<port>` form
-/// (`Got completion from peer 10.2.0.5<33092>`, `Connect to 192.168.102.1<38007>`,
-/// `[fe80::1%ib0]<5000>`). Interface listings' `<0>` are not peers.
-fn peer_addresses(text: &str) -> impl Iterator<Item = &str> {
+/// What stands before each `<port>` of a line: NCCL writes a peer as
+/// `address<port>` or `name<port>`. Interface listings' `<0>` are not peers.
+fn peers(text: &str) -> impl Iterator<Item = &str> {
     text.match_indices('<').filter_map(|(at, _)| {
         let port = text[at + 1..].split('>').next()?;
         if port.is_empty() || port == "0" || !port.bytes().all(|b| b.is_ascii_digit()) {
@@ -22,12 +21,37 @@ fn peer_addresses(text: &str) -> impl Iterator<Item = &str> {
         }
         let before = &text[..at];
         let start = before.rfind([' ', '\t', ',', '(', '=']).map_or(0, |i| i + 1);
-        let address = before[start..].trim_start_matches('[').trim_end_matches(']');
+        Some(&before[start..])
+    })
+}
+
+/// The peer addresses a line names in NCCL's `address<port>` form
+/// (`Got completion from peer 10.2.0.5<33092>`, `Connect to 192.168.102.1<38007>`,
+/// `[fe80::1%ib0]<5000>`).
+fn peer_addresses(text: &str) -> impl Iterator<Item = &str> {
+    peers(text).filter_map(|peer| {
+        let address = peer.trim_start_matches('[').trim_end_matches(']');
         // IPv6 may carry a zone after `%` (`fe80::1%ib0`).
         let bare = address.split('%').next().unwrap_or(address);
         let looks_like_ip = bare.contains('.') && bare.bytes().all(|b| b.is_ascii_digit() || b == b'.')
             || bare.contains(':') && bare.bytes().all(|b| b.is_ascii_hexdigit() || b == b':');
         looks_like_ip.then_some(address)
+    })
+}
+
+/// The peers a line names by host name in NCCL's `name<port>` form
+/// (`Connection closed by remote peer node-2.cluster.internal<55912>`, what
+/// getnameinfo gave NCCL), as their short names: not addresses, not
+/// `localhost`.
+fn peer_names(text: &str) -> impl Iterator<Item = &str> {
+    peers(text).filter_map(|name| {
+        let short = name.split('.').next().unwrap_or(name);
+        let host_like = short.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && short.bytes().any(|b| b.is_ascii_alphabetic())
+            && !short.eq_ignore_ascii_case("localhost");
+        // An address is not a name (`fe80::1`, `abcd::2`: read by `peer_addresses`).
+        let address = name.bytes().all(|b| b.is_ascii_hexdigit() || b == b'.' || b == b':');
+        (host_like && !address).then_some(short)
     })
 }
 
@@ -72,11 +96,15 @@ pub(super) fn remote_peer_shown(report: &NcclReport) -> bool {
         return true;
     }
     let own = own_addresses(report);
+    // Host names as NCCL's prefixes print them are short (gethostname up to
+    // the first `.`); a peer named by another short name is another machine.
+    let own_names: Vec<&str> = report.hosts.iter().map(|h| h.split('.').next().unwrap_or(h)).collect();
     report.warnings.iter().chain(&report.framework_errors).any(|w| {
         let on_data_path = w.source.as_deref().and_then(|s| CATALOGUE.source_network(s)).is_some()
             || CATALOGUE.text_network(&w.text).is_some();
         peer_addresses(&w.text)
             .any(|peer| !loopback(peer) && (on_data_path || (!own.is_empty() && !own.contains(&peer))))
+            || (!own_names.is_empty() && peer_names(&w.text).any(|peer| !own_names.contains(&peer)))
     })
 }
 
@@ -95,5 +123,18 @@ mod tests {
         assert_eq!(peer_addresses("Using [0]eth0:10.0.0.1<0> [1]ib0:10.1.0.1<0>").count(), 0);
         assert_eq!(peer_addresses("closed by remote peer node-2<5000>").count(), 0);
         assert_eq!(peer_addresses("<<<>>> 1<2 <12345").count(), 0);
+    }
+
+    #[test]
+    fn peers_by_name_are_short_host_names() {
+        // Corpus 1701 (GKE, NCCL 2.22.3): a survivor's socket sees its peer node go.
+        let text = "socketProgress: Connection closed by remote peer \
+                    gke-hypercomputer-a3-a3-high-flex-poo-27562461-zcn4.c.hdlab-elideng.internal<55912>";
+        assert_eq!(peer_names(text).collect::<Vec<_>>(), ["gke-hypercomputer-a3-a3-high-flex-poo-27562461-zcn4"]);
+        assert_eq!(peer_names("closed by remote peer node-2<5000>").collect::<Vec<_>>(), ["node-2"]);
+        // Addresses, interface listings and localhost are not names.
+        assert_eq!(peer_names("Connect to 10.0.0.2<5000> failed").count(), 0);
+        assert_eq!(peer_names("Using [0]eth0:10.0.0.1<0>").count(), 0);
+        assert_eq!(peer_names("remote peer localhost<5000>").count(), 0);
     }
 }
