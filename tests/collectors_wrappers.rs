@@ -4,7 +4,8 @@
 //! the same facts as the log itself. The wrappers are the collectors' own
 //! formats: `kubectl logs --timestamps` (RFC 3339 with nanoseconds), Python's
 //! logging, `srun -l`, `mpirun --tag-output`, pdsh, docker compose, journald,
-//! `kubectl logs --prefix`, Ray's actor tag, a terminal's colours, CRLF, a
+//! `kubectl logs --prefix`, Ray's actor tag, a terminal's colours (as bytes,
+//! drawn by a Windows console, or with the ESC lost in a paste), CRLF, a
 //! log viewer's time of day, the quote markers of a reply in an issue thread,
 //! and the container runtimes' own formats (containerd's CRI lines, docker's
 //! json-file records).
@@ -27,6 +28,9 @@ const WRAPPERS: &[(&str, Wrap)] = &[
     ("kubectl --prefix", |_, l| format!("[pod/train-0/pytorch] {l}")),
     ("ray", |_, l| format!("(RayWorkerWrapper pid=4242) {l}")),
     ("colours", |_, l| format!("\x1b[36m{l}\x1b[0m")),
+    // The same colours as pastes leave them: drawn by a Windows console, or with the ESC lost.
+    ("colours, drawn", |_, l| format!("\u{2190}[36m(RayWorkerWrapper pid=4242)\u{2190}[0m {l}")),
+    ("colours, ESC lost", |_, l| format!("[34m{l}[0m")),
     ("crlf", |_, l| format!("{l}\r")),
     ("log viewer's clock", |n, l| format!("12:00:{:02}.123 {l}", n % 60)),
     ("a reply's quote", |_, l| format!("> > {l}")),

@@ -74,15 +74,17 @@ fn sgr_len(rest: &[u8]) -> Option<usize> {
 
 /// The colour sequence whose `[` is at `at`, as (start, end) of what to take
 /// out: with its ESC in any of [`ESCAPE_FORMS`], or bare (the ESC lost in
-/// the paste) where a colour stands for sure: at the line's start, or
-/// around a launcher's tag (`[36m(RayWorkerWrapper pid=627)[0m`).
+/// the paste) where a colour stands for sure: at the line's start or end,
+/// or around a launcher's tag (`[36m(RayWorkerWrapper pid=627)[0m`).
 fn colour_at(line: &str, at: usize) -> Option<(usize, usize)> {
     let end = at + 1 + sgr_len(&line.as_bytes()[at + 1..])?;
     let head = &line[..at];
     if let Some(form) = ESCAPE_FORMS.iter().find(|f| head.ends_with(**f)) {
         return Some((at - form.len(), end));
     }
-    let bare = head.trim_start().is_empty() || head.ends_with(')') || line[end..].starts_with('(');
+    let tail = &line[end..];
+    let bare =
+        head.trim_start().is_empty() || head.ends_with(')') || tail.starts_with('(') || tail.trim_end().is_empty();
     bare.then_some((at, end))
 }
 
@@ -596,6 +598,9 @@ mod tests {
         }
         without_colours("[0m ip-172-31-0-137:14605:14673 [0] NCCL INFO y", &mut out);
         assert_eq!(out, " ip-172-31-0-137:14605:14673 [0] NCCL INFO y");
+        // Corpus 1766 (SageMaker): a whole line coloured, both ESCs lost.
+        without_colours("[34malgo-1:66:257 [0] NCCL INFO z[0m", &mut out);
+        assert_eq!(out, "algo-1:66:257 [0] NCCL INFO z");
         // A bracket that is no colour, or a bare one inside the text, stays.
         for line in ["host:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1]", "took [10m] to start", "a [0m b"] {
             assert!(!has_colours(line), "{line}");
