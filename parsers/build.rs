@@ -52,6 +52,8 @@ struct Message {
     #[serde(default)]
     after_failure: bool,
     #[serde(default)]
+    needs_peers: bool,
+    #[serde(default)]
     bare: bool,
 }
 
@@ -261,7 +263,7 @@ fn main() {
         let also: Vec<String> = m.also.iter().map(|a| lit(a)).collect();
         let _ = writeln!(
             out,
-            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {}, bare: {} }},",
+            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {}, needs_peers: {}, bare: {} }},",
             lit(&m.pattern),
             variant("Level", &m.level, LEVELS, &row),
             opt(&m.versions),
@@ -274,6 +276,7 @@ fn main() {
             opt(&m.only_in),
             opt(&m.carries),
             m.after_failure,
+            m.needs_peers,
             m.bare
         );
         let compiled = pattern::Pattern::new(&m.pattern);

@@ -95,6 +95,11 @@ pub struct Message {
     /// A line every run prints at its end (a local rank closing its proxy
     /// connection): a finding only when the log shows a failure.
     pub after_failure: bool,
+    /// A line NCCL prints also for a communicator of one rank, where it says
+    /// nothing (`Check P2P Type intraNodeP2pSupport 0`: a node holding one
+    /// rank has no peer to reach): a finding only where a communicator has
+    /// several ranks.
+    pub needs_peers: bool,
     /// The text is NCCL's own even without its prefix and though short
     /// (`Cuda failure 999 'unknown error'`, include/checks.h's wording, which
     /// frameworks spell `CUDA error`): a pasted line of it alone is NCCL output.
