@@ -149,13 +149,13 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     said.extend(report.warnings.iter().map(|warning| Said { warning, level: Level::Warn }));
     // Lines every run prints at its end speak only beside a failure.
     let failed = fatal(report) || !report.warnings.is_empty() || !report.framework_errors.is_empty();
-    let routine = |w: &Warning| !failed && CATALOGUE.info_row(&w.text).is_some_and(|m| m.row.after_failure);
     // Every communicator the log sizes has one rank: lines about peers say nothing.
-    let sized: Vec<u32> = report.communicators.iter().filter_map(|c| c.nranks).collect();
-    let alone = !sized.is_empty() && sized.iter().all(|n| *n == 1);
-    let moot = |w: &Warning| alone && CATALOGUE.info_row(&w.text).is_some_and(|m| m.row.needs_peers);
-    let routine = |w: &Warning| routine(w) || moot(w);
-    said.extend(report.notices.iter().filter(|w| !routine(w)).map(|warning| Said { warning, level: Level::Info }));
+    let mut sizes = report.communicators.iter().filter_map(|c| c.nranks).peekable();
+    let alone = sizes.peek().is_some() && sizes.all(|n| n == 1);
+    let quiet = |w: &Warning| {
+        CATALOGUE.info_row(&w.text).is_some_and(|m| (!failed && m.row.after_failure) || (alone && m.row.needs_peers))
+    };
+    said.extend(report.notices.iter().filter(|w| !quiet(w)).map(|warning| Said { warning, level: Level::Info }));
     said.extend(report.framework_errors.iter().map(|warning| Said { warning, level: Level::Framework }));
     // The earliest message of the trail that is not a benign notice: the
     // cause, when the job failed. A specific WARN beats a framework echo.

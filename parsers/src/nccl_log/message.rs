@@ -783,7 +783,7 @@ fn plugin_stamped(message: &str) -> Option<(&str, &str)> {
 }
 
 /// A C or C++ source or header file's name (`net.cc`, `socket.h`, `common.cu`).
-fn is_source_file(name: &str) -> bool {
+pub(crate) fn is_source_file(name: &str) -> bool {
     [".cc", ".c", ".h", ".cu", ".cpp", ".hpp", ".cuh"].iter().any(|ext| name.ends_with(ext))
 }
 

@@ -927,8 +927,7 @@ fn without_source_and_level(text: &str) -> &str {
 /// `misc/ibvwrap.cu:269`: an NCCL source file and line.
 fn is_source_location(token: &str) -> bool {
     let (file, line) = token.rsplit_once(':').unwrap_or(("", ""));
-    let source_file = [".cc", ".c", ".h", ".cu", ".cpp"].iter().any(|ext| file.ends_with(ext));
-    source_file && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
+    message::is_source_file(file) && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// NCCL's socket progress found the communicator's abort flag set and
