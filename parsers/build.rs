@@ -54,6 +54,8 @@ struct Message {
     #[serde(default)]
     needs_peers: bool,
     #[serde(default)]
+    off_node: bool,
+    #[serde(default)]
     bare: bool,
 }
 
@@ -263,7 +265,7 @@ fn main() {
         let also: Vec<String> = m.also.iter().map(|a| lit(a)).collect();
         let _ = writeln!(
             out,
-            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {}, needs_peers: {}, bare: {} }},",
+            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {}, needs_peers: {}, off_node: {}, bare: {} }},",
             lit(&m.pattern),
             variant("Level", &m.level, LEVELS, &row),
             opt(&m.versions),
@@ -277,6 +279,7 @@ fn main() {
             opt(&m.carries),
             m.after_failure,
             m.needs_peers,
+            m.off_node,
             m.bare
         );
         let compiled = pattern::Pattern::new(&m.pattern);

@@ -646,6 +646,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // build problem); the lines are one healthy 8-rank node.
         ("1720-", "gdr-path-broken"),
         ("1724-", "configuration-error"),
+        // Batch CG (twelfth session). 1902: four DGX Spark nodes whose host
+        // memory ran out while vLLM loaded weights (the owner's incident
+        // notes); NCCL's lines show only the peer's socket closing.
+        ("1902-", "resource-exhausted"),
     ];
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
@@ -702,6 +706,12 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // ungrouped sends and receives on two communicators drifting apart;
         // the order of the calls was the thread's finding (1723).
         ("1723-", "collective-mismatch"),
+        // Batch CI: watchdog timeouts of two ranks in two different process
+        // groups (an expert-parallel all-to-all, a tensor-parallel
+        // reduce-scatter) with nothing before them; the developer traced a
+        // deadlock between ranks resuming at different times (1940, 1941).
+        ("1940-", "collective-mismatch"),
+        ("1941-", "collective-mismatch"),
         ("1149-", "p2p-disabled"),
         // A hang whose last line is NVLS multicast setup (`NVLS Bind mem`),
         // init's last large step: NVLS leads (503; NCCL_NVLS_ENABLE=0 ran).
@@ -782,7 +792,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 392, "{causes} established causes");
+    assert!(causes >= 406, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
@@ -1248,4 +1258,64 @@ fn nccl_tests_run_alone_wrong_results_and_a_plugins_refused_setting() {
     assert_eq!(codes[0], "configuration-error", "{codes:?}");
     assert!(codes.contains(&"net-plugin-failure"), "{codes:?}");
     assert!(found[0].evidence.iter().any(|e| e.text.contains("guest_config_checker.cc:132 -> 4")), "{:?}", found[0]);
+}
+
+/// Batches CA-CH (twelfth session), each change read from real logs:
+/// - 1787: nccl-tests' device table puts all 8 ranks in one process on one
+///   host: a single-node job, so no socket fallback, and 2.4's `Failed to
+///   open libibverbs.so[.1]` WARN is said at info with the scope;
+/// - 1784: `NCCL_ALGO` names NVLS (beside an empty entry) and the 8-GPU H800
+///   communicator printed `0 nvls channels`: NVLS asked for, not set up;
+/// - 1847: NVML's `Driver/library version mismatch` inside NCCL's WARN;
+/// - 1862: SR-IOV pods where every device but the pod's VF fails to open:
+///   NCCL skips them and the run completes: a warning, not an error;
+/// - 1785: 2.25's `failed to IPC register userbuff` (INFO from 2.26) is no
+///   cause: the watchdog's timeout is;
+/// - 1923: two ranks' watchdogs stopped in ALLREDUCE #3106 with 4096 and
+///   16666624 elements: the ranks are out of step;
+/// - 1961: `ibv_modify_qp failed with error Network is unreachable` on RoCE
+///   points at the GID the connection used.
+#[test]
+fn scope_requests_and_sizes_read_from_the_twelfth_sessions_logs() {
+    let found = |prefix: &str| findings(&[log(prefix).to_str().unwrap(), "--log-only"]);
+    let severity = |found: &[Finding], code: &str| found.iter().find(|f| f.code == code).map(|f| f.severity);
+
+    let one_node = found("1787-");
+    assert_eq!(severity(&one_node, "net-socket-fallback"), None, "{one_node:?}");
+    let plugin = one_node.iter().find(|f| f.code == "net-plugin-failure").expect("the WARN is still said");
+    assert_eq!(plugin.severity, Severity::Info);
+    assert!(plugin.evidence.iter().any(|e| e.at == "scope" && e.text.contains("one node")), "{:?}", plugin.evidence);
+
+    let nvls = found("1784-");
+    let asked = nvls.iter().find(|f| f.code == "nvls-failure").expect("NVLS asked for");
+    assert_eq!(asked.severity, Severity::Warning);
+    assert!(
+        asked.evidence.iter().any(|e| e.text.contains("NCCL_ALGO set by environment to Tree,Ring,,CollnetDirect")),
+        "{:?}",
+        asked.evidence
+    );
+    assert!(
+        asked.evidence.iter().any(|e| e.at == "channels" && e.text.contains("8-rank communicator: 0 nvls channels")),
+        "{:?}",
+        asked.evidence
+    );
+
+    let nvml = found("1847-");
+    assert_eq!(nvml[0].code, "version-mismatch", "{nvml:?}");
+
+    let pods = found("1862-");
+    assert_eq!(severity(&pods, "ib-verbs-failure"), Some(Severity::Warning), "{pods:?}");
+    assert!(pods.iter().all(|f| f.severity != Severity::Error), "{pods:?}");
+
+    let registration = found("1785-");
+    assert_eq!(registration[0].code, "collective-timeout", "{registration:?}");
+    assert_eq!(severity(&registration, "p2p-disabled"), Some(Severity::Info), "{registration:?}");
+
+    let sizes = found("1923-");
+    let mismatch = sizes.iter().find(|f| f.code == "collective-mismatch").expect("ranks out of step");
+    let text = &mismatch.evidence[0].text;
+    assert!(text.contains("ALLREDUCE #3106") && text.contains("4096") && text.contains("16666624"), "{text}");
+
+    let roce: Vec<String> = found("1961-").into_iter().map(|f| f.code).collect();
+    assert!(roce.contains(&"roce-gid-mismatch".to_string()), "{roce:?}");
 }

@@ -126,6 +126,12 @@ pub struct CollectiveTimeout {
     /// reduce-scatter's `NumelIn` is `NumelOut` times them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
+    /// `NumelIn=` and `NumelOut=` (PyTorch 2.0+): ranks of one group at one
+    /// sequence number must agree on them for most operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numel_in: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numel_out: Option<u64>,
     pub file: String,
     pub line: u64,
 }

@@ -200,6 +200,9 @@ pub(super) fn collective_mismatch(inputs: &Inputs) -> Option<Finding> {
     let (out_of_step, stopped) = timeouts_out_of_step(&inputs.report.timeouts);
     evidence.extend(out_of_step);
     ranks.extend(stopped);
+    let (other_sizes, sized) = timeouts_of_other_sizes(&inputs.report.timeouts);
+    evidence.extend(other_sizes);
+    ranks.extend(sized);
     (!evidence.is_empty()).then(|| {
         Finding::new(
             "collective-mismatch",
@@ -263,6 +266,78 @@ fn timeouts_out_of_step(timeouts: &[topo_model::nccl::CollectiveTimeout]) -> (Ve
             text: format!("watchdog timeouts of {group} stopped in different collectives: {}", parts.join("; ")),
         });
         ranks.extend(stops.values().flatten().copied());
+    }
+    (evidence, ranks)
+}
+
+/// PyTorch's operations whose input has one size on every rank of the group
+/// (c10d's `OpType` names as the watchdog prints them): `all_reduce`,
+/// `broadcast`, `reduce`, `all_gather_into_tensor`, `reduce_scatter_tensor`.
+/// List forms (`ALLGATHER`, `REDUCE_SCATTER`) may be uneven, send/receive and
+/// all-to-all are per peer.
+const SAME_SIZE_OPS: &[&str] = &["ALLREDUCE", "BROADCAST", "REDUCE", "_ALLGATHER_BASE", "_REDUCE_SCATTER_BASE"];
+
+/// Whether every rank's input must have the same size: an operation of
+/// [`SAME_SIZE_OPS`], or a coalesced batch whose output is the same whole
+/// multiple of its input on every rank (an all-gather's; a reduce-scatter's
+/// the other way), as FSDP's coalesced all-gathers are.
+fn same_size(op: &str, calls: &[&topo_model::nccl::CollectiveTimeout]) -> bool {
+    if SAME_SIZE_OPS.contains(&op) {
+        return true;
+    }
+    let ratio = |t: &&topo_model::nccl::CollectiveTimeout| {
+        let (i, o) = (t.numel_in?, t.numel_out?);
+        match (i, o) {
+            (i, o) if i > 0 && o > i && o % i == 0 => Some((o / i, true)),
+            (i, o) if o > 0 && i > o && i % o == 0 => Some((i / o, false)),
+            _ => None,
+        }
+    };
+    let first = calls.first().and_then(ratio);
+    op == "COALESCED" && first.is_some() && calls.iter().all(|t| ratio(t) == first)
+}
+
+/// Watchdog timeouts of one group stopped in the same collective with inputs
+/// of different sizes (`NumelIn=4096` on rank 0, `NumelIn=16666624` on rank
+/// 2): the ranks called different collectives that happen to share a
+/// sequence number, the mismatch PyTorch's Flight Recorder analyser reports
+/// as a size mismatch.
+fn timeouts_of_other_sizes(timeouts: &[topo_model::nccl::CollectiveTimeout]) -> (Vec<Evidence>, Vec<u32>) {
+    type Call<'a> = (Option<&'a str>, u64, &'a str);
+    let mut calls: BTreeMap<Call, Vec<&topo_model::nccl::CollectiveTimeout>> = BTreeMap::new();
+    for t in timeouts.iter().filter(|t| t.rank.is_some() && t.numel_in.is_some()) {
+        let Some(seq) = t.seq else { continue };
+        // Unnamed groups' counters coincide in the first steps.
+        if t.pg.is_none() && seq < PAST_FIRST_STEPS {
+            continue;
+        }
+        calls.entry((t.pg.as_deref(), seq, t.op.as_str())).or_default().push(t);
+    }
+    let (mut evidence, mut ranks) = (Vec::new(), Vec::new());
+    for ((pg, seq, op), group) in calls {
+        let mut sizes: BTreeMap<u64, BTreeSet<u32>> = BTreeMap::new();
+        for t in &group {
+            sizes.entry(t.numel_in.unwrap_or(0)).or_default().extend(t.rank);
+        }
+        if sizes.len() < 2 || !same_size(op, &group) {
+            continue;
+        }
+        let parts: Vec<String> = sizes
+            .iter()
+            .take(4)
+            .map(|(numel, who)| {
+                let who: Vec<String> = who.iter().map(u32::to_string).collect();
+                let noun = if who.len() == 1 { "rank" } else { "ranks" };
+                format!("{noun} {} with {numel} elements", who.join(", "))
+            })
+            .collect();
+        let name = pg.map_or("one process group".to_string(), |id| format!("process group {id}"));
+        let first = group.iter().min_by_key(|t| (t.file.as_str(), t.line)).map(|t| format!("{}:{}", t.file, t.line));
+        evidence.push(Evidence {
+            at: first.unwrap_or_else(|| "watchdog".into()),
+            text: format!("{op} #{seq} of {name} timed out with inputs of different sizes: {}", parts.join("; ")),
+        });
+        ranks.extend(sizes.values().flatten().copied());
     }
     (evidence, ranks)
 }

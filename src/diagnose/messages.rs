@@ -28,6 +28,9 @@ pub(super) const UNEXPLAINED_ERROR: &str = "nccl-error";
 struct Said<'a> {
     warning: &'a Warning,
     level: Level,
+    /// A message about the network between nodes on a job the log shows on
+    /// one node (an `off_node` row): said, at info severity.
+    moot: bool,
 }
 
 /// Which finding a message belongs to: its class, or the generic codes.
@@ -73,6 +76,9 @@ fn row_of(said: &Said) -> Option<&'static catalogue::Message> {
 
 /// Severity the table gives a message (its row's, else its class's).
 fn table_severity(said: &Said) -> Severity {
+    if said.moot {
+        return Severity::Info;
+    }
     let severity = match (row_of(said), said.warning.class.as_deref()) {
         (Some(row), _) => CATALOGUE.severity(row),
         (None, Some(class)) => CATALOGUE.class(class).and_then(|c| c.severity).unwrap_or(catalogue::Severity::Warning),
@@ -144,9 +150,15 @@ fn position(w: &Warning) -> (String, u64) {
 
 /// The findings for every message; the first causal one of a failed job is an
 /// error and comes first.
-pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
+pub(super) fn findings(report: &NcclReport, scope: super::Scope) -> (Vec<Finding>, Option<String>) {
+    let one_node = scope == super::Scope::SingleNode;
+    let said_as = |warning, level| {
+        let mut said = Said { warning, level, moot: false };
+        said.moot = one_node && row_of(&said).is_some_and(|row| row.off_node);
+        said
+    };
     let mut said: Vec<Said> = Vec::new();
-    said.extend(report.warnings.iter().map(|warning| Said { warning, level: Level::Warn }));
+    said.extend(report.warnings.iter().map(|warning| said_as(warning, Level::Warn)));
     // Lines every run prints at its end speak only beside a failure.
     let failed = fatal(report) || !report.warnings.is_empty() || !report.framework_errors.is_empty();
     // Every communicator the log sizes has one rank: lines about peers say nothing.
@@ -155,8 +167,8 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
     let quiet = |w: &Warning| {
         CATALOGUE.info_row(&w.text).is_some_and(|m| (!failed && m.row.after_failure) || (alone && m.row.needs_peers))
     };
-    said.extend(report.notices.iter().filter(|w| !quiet(w)).map(|warning| Said { warning, level: Level::Info }));
-    said.extend(report.framework_errors.iter().map(|warning| Said { warning, level: Level::Framework }));
+    said.extend(report.notices.iter().filter(|w| !quiet(w)).map(|warning| said_as(warning, Level::Info)));
+    said.extend(report.framework_errors.iter().map(|warning| said_as(warning, Level::Framework)));
     // The earliest message of the trail that is not a benign notice: the
     // cause, when the job failed. A specific WARN beats a framework echo.
     let fatal = fatal(report);
@@ -211,6 +223,12 @@ pub(super) fn findings(report: &NcclReport) -> (Vec<Finding>, Option<String>) {
             severity = Severity::Error;
         }
         let mut evidence: Vec<Evidence> = group.iter().map(|s| evidence_of(s)).collect();
+        if group.iter().any(|s| s.moot) {
+            evidence.push(super::evidence::fact(
+                "scope",
+                "every rank of the job is on one node: no traffic needed the network between nodes".into(),
+            ));
+        }
         if is_cause && let Some(trail) = trail_summary(report) {
             evidence.push(trail);
         }

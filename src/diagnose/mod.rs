@@ -8,6 +8,7 @@ pub mod hung;
 mod job;
 mod messages;
 mod network;
+mod requested;
 mod rules;
 mod settings;
 mod suspects;
@@ -34,7 +35,7 @@ pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool)
     let without_abort = trails_without_abort(report);
     let report = without_abort.as_ref().unwrap_or(report);
     let inputs = Inputs { report, machine };
-    let (mut findings, cause) = messages::findings(report);
+    let (mut findings, cause) = messages::findings(report, scope(report));
     findings.extend(rules::RULES.iter().filter_map(|rule| rule(&inputs)));
     let mut findings = merge_same_code(findings);
     for finding in &mut findings {
@@ -112,7 +113,8 @@ fn merge_same_code(findings: Vec<Finding>) -> Vec<Finding> {
 /// How many nodes the job spanned, as far as the log tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Scope {
-    /// Every rank of the communicator was seen, all on one host.
+    /// Every rank of the communicator was seen, all on one host (or nccl-tests
+    /// listed every rank of its job there).
     SingleNode,
     /// A hop left a node, or several hosts or nodes are named.
     MultiNode,
@@ -135,6 +137,22 @@ pub(super) fn scope(report: &NcclReport) -> Scope {
         c.nnodes == Some(1) && c.nranks.is_some_and(|n| c.ranks.len() as u32 == n) && hosts.len() == 1
     };
     if !comms.is_empty() && comms.iter().filter(|c| c.nranks.is_some_and(|n| n > 1)).all(whole_on_one_host) {
+        return Scope::SingleNode;
+    }
+    // nccl-tests lists every rank of its job (`#  Rank  3 Group  0 Pid ... on
+    // host device ...`), gathered from all processes: a table of ranks 0..n on
+    // one host, no communicator larger, is a job on that host alone.
+    let largest = comms.iter().filter_map(|c| c.nranks).max().unwrap_or(0) as usize;
+    let table_on_one_host = |t: &topo_model::nccl::NcclTestsRun| {
+        let hosts: std::collections::BTreeSet<_> = t.ranks.iter().map(|r| r.host.as_str()).collect();
+        let numbered: std::collections::BTreeSet<u32> = t.ranks.iter().map(|r| r.rank).collect();
+        t.ranks.len() > 1
+            && hosts.len() == 1
+            && numbered.len() == t.ranks.len()
+            && numbered.last().is_some_and(|&last| last as usize + 1 == t.ranks.len())
+            && largest <= t.ranks.len()
+    };
+    if report.nccl_tests.iter().any(table_on_one_host) {
         return Scope::SingleNode;
     }
     Scope::Unknown

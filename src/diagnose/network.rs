@@ -224,12 +224,43 @@ pub(super) fn unsuitable_interface(interface: &str) -> bool {
         || CATALOGUE.unreachable_interface(interface).is_some()
 }
 
+/// A link-local address, which can vanish under a running job (avahi-autoipd
+/// drops its alias once DHCP answers): a risk on one node too (corpus 1584,
+/// `Software caused connection abort` on one 8-GPU host).
+fn transient_address(interface: &str) -> bool {
+    let address = interface.split_once(':').map_or("", |(_, a)| a);
+    address.starts_with("avahi:") || address.starts_with("169.254.") || address.starts_with("fe80:")
+}
+
 pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
     let network = &inputs.report.network;
-    // Loopback and container bridges are fine when every rank is on one node.
+    // Loopback and container bridges are fine when every rank is on one node;
+    // a link-local address is still one that can go away.
     let scope = super::scope(inputs.report);
     if scope == super::Scope::SingleNode {
-        return None;
+        // The first interface listed is the one the bootstrap binds (2.2-2.4
+        // list every socket interface under `NET : Using interface`).
+        let mut evidence: Vec<Evidence> = network
+            .bootstrap
+            .first()
+            .into_iter()
+            .filter(|i| transient_address(i))
+            .map(|i| first_line(inputs.report, &format!("bootstrap/{i}"), format!("Bootstrap : Using {i}"), ""))
+            .collect();
+        if evidence.is_empty() {
+            return None;
+        }
+        evidence.push(fact("scope", "every rank is on one node: only the address's lifetime matters".into()));
+        return Some(Finding::new(
+            "bootstrap-interface",
+            Severity::Info,
+            "NCCL's bootstrap uses a link-local address".into(),
+            evidence,
+            "On one node a link-local (169.254/16, fe80::, avahi-autoipd alias) address works only while it \
+             lasts: avahi-autoipd removes its alias once DHCP answers, and connections to it then abort.",
+            "Set NCCL_SOCKET_IFNAME to the host's routed interface (e.g. NCCL_SOCKET_IFNAME=eno1, or =lo on a \
+             single node); disable avahi-autoipd on compute nodes.",
+        ));
     }
     let mut evidence: Vec<Evidence> = network
         .bootstrap

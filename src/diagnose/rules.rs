@@ -5,7 +5,7 @@
 use topo_model::Finding;
 
 use super::Inputs;
-use super::{job, network, settings};
+use super::{job, network, requested, settings};
 
 type Rule = fn(&Inputs) -> Option<Finding>;
 
@@ -19,6 +19,8 @@ pub const RULES: &[Rule] = &[
     settings::version_mismatch,
     job::ring_suboptimal,
     settings::few_channels,
+    requested::nvls_not_set_up,
+    requested::collnet_not_set_up,
     network::bootstrap_interface,
     network::shared_host_name,
     network::plugin_mismatch,

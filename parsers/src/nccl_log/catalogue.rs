@@ -100,6 +100,11 @@ pub struct Message {
     /// rank has no peer to reach): a finding only where a communicator has
     /// several ranks.
     pub needs_peers: bool,
+    /// A message about the network between nodes not being there (libibverbs
+    /// or a net plugin that would not load, no provider): NCCL falls back and,
+    /// on a job the log shows on one node, no traffic would have used it.
+    /// Then it is said at info severity, never dropped.
+    pub off_node: bool,
     /// The text is NCCL's own even without its prefix and though short
     /// (`Cuda failure 999 'unknown error'`, include/checks.h's wording, which
     /// frameworks spell `CUDA error`): a pasted line of it alone is NCCL output.

@@ -103,6 +103,8 @@ pub enum Event<'a> {
         ran_ms: Option<u64>,
         /// The group's rank count from `NumelIn`/`NumelOut` (see [`group_size`]).
         group_size: Option<u32>,
+        numel_in: Option<u64>,
+        numel_out: Option<u64>,
     },
     /// `[... Rank 1] Exception (either an error or timeout) detected by watchdog at
     /// work: 808, last enqueued NCCL work: 811, last completed NCCL work: 807.`
@@ -240,6 +242,7 @@ pub fn watchdog(message: &str) -> Option<Event<'_>> {
     if let Some(at) = timeout {
         let work = &message[at..];
         let op = work.find("OpType=").map_or("", |i| work[i + 7..].split([',', ')']).next().unwrap_or(""));
+        let (numel_in, numel_out) = (after(work, "NumelIn="), after(work, "NumelOut="));
         return Some(Event::WatchdogTimeout {
             rank: rank_before(at),
             pg: pg_before(at),
@@ -247,7 +250,9 @@ pub fn watchdog(message: &str) -> Option<Event<'_>> {
             op,
             timeout_ms: after(work, "Timeout(ms)="),
             ran_ms: after(work, "ran for "),
-            group_size: group_size(op, after(work, "NumelIn="), after(work, "NumelOut=")),
+            group_size: group_size(op, numel_in, numel_out),
+            numel_in,
+            numel_out,
         });
     }
     let at = message.find("detected by watchdog at work")?;

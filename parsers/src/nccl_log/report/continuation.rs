@@ -57,12 +57,14 @@ impl LogParser {
         }
         head.push(' ');
         head.push_str(text);
-        if let Some(Event::WatchdogTimeout { seq, op, timeout_ms, ran_ms, group_size, .. }) = message::watchdog(&head)
+        if let Some(Event::WatchdogTimeout { seq, op, timeout_ms, ran_ms, group_size, numel_in, numel_out, .. }) =
+            message::watchdog(&head)
             && let Some(timeout) = self.timeouts.get_mut(index)
         {
             (timeout.seq, timeout.op) = (seq.or(timeout.seq), op.to_string());
             (timeout.timeout_ms, timeout.ran_ms) = (timeout_ms.or(timeout.timeout_ms), ran_ms.or(timeout.ran_ms));
             timeout.group_size = group_size.or(timeout.group_size);
+            (timeout.numel_in, timeout.numel_out) = (numel_in.or(timeout.numel_in), numel_out.or(timeout.numel_out));
         }
         self.nccl_lines += 1;
         // The report ends with `before timing out.`; until then the next line may go on.

@@ -14,7 +14,7 @@ impl LogParser {
     /// second one cost 5 % of `topo nccl`'s throughput: it was no longer inlined).
     pub(super) fn watchdog(&mut self, event: Event) {
         match event {
-            Event::WatchdogTimeout { rank, pg, seq, op, timeout_ms, ran_ms, group_size } => {
+            Event::WatchdogTimeout { rank, pg, seq, op, timeout_ms, ran_ms, group_size, numel_in, numel_out } => {
                 let known = self.timeouts.iter().any(|t| t.rank == rank && t.seq == seq);
                 if !known && self.timeouts.len() < MAX_TIMEOUTS {
                     self.timeouts.push(CollectiveTimeout {
@@ -26,6 +26,8 @@ impl LogParser {
                         ran_ms,
                         last_completed: None,
                         group_size,
+                        numel_in,
+                        numel_out,
                         file: self.input_name.clone(),
                         line: self.line_number,
                     });
