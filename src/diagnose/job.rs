@@ -251,14 +251,8 @@ fn timeouts_out_of_step(timeouts: &[topo_model::nccl::CollectiveTimeout]) -> (Ve
         if stops.len() < 2 {
             continue;
         }
-        let parts: Vec<String> = stops
-            .iter()
-            .map(|((seq, op), who)| {
-                let who: Vec<String> = who.iter().map(u32::to_string).collect();
-                let noun = if who.len() == 1 { "rank" } else { "ranks" };
-                format!("{noun} {} in {op} #{seq}", who.join(", "))
-            })
-            .collect();
+        let parts: Vec<String> =
+            stops.iter().map(|((seq, op), who)| format!("{} in {op} #{seq}", ranks_phrase(who))).collect();
         let group = pg.map_or("one process group".to_string(), |id| format!("process group {id}"));
         let first = group_first_line(&stops, timeouts);
         evidence.push(Evidence {
@@ -322,15 +316,8 @@ fn timeouts_of_other_sizes(timeouts: &[topo_model::nccl::CollectiveTimeout]) -> 
         if sizes.len() < 2 || !same_size(op, &group) {
             continue;
         }
-        let parts: Vec<String> = sizes
-            .iter()
-            .take(4)
-            .map(|(numel, who)| {
-                let who: Vec<String> = who.iter().map(u32::to_string).collect();
-                let noun = if who.len() == 1 { "rank" } else { "ranks" };
-                format!("{noun} {} with {numel} elements", who.join(", "))
-            })
-            .collect();
+        let parts: Vec<String> =
+            sizes.iter().take(4).map(|(numel, who)| format!("{} with {numel} elements", ranks_phrase(who))).collect();
         let name = pg.map_or("one process group".to_string(), |id| format!("process group {id}"));
         let first = group.iter().min_by_key(|t| (t.file.as_str(), t.line)).map(|t| format!("{}:{}", t.file, t.line));
         evidence.push(Evidence {
@@ -340,6 +327,13 @@ fn timeouts_of_other_sizes(timeouts: &[topo_model::nccl::CollectiveTimeout]) -> 
         ranks.extend(sizes.values().flatten().copied());
     }
     (evidence, ranks)
+}
+
+/// `rank 3` or `ranks 0, 2`.
+fn ranks_phrase(ranks: &BTreeSet<u32>) -> String {
+    let listed: Vec<String> = ranks.iter().map(u32::to_string).collect();
+    let noun = if listed.len() == 1 { "rank" } else { "ranks" };
+    format!("{noun} {}", listed.join(", "))
 }
 
 /// Where the first of a group's timeouts was printed.

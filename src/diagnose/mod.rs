@@ -20,6 +20,8 @@ use topo_model::{Finding, Snapshot};
 pub struct Inputs<'a> {
     pub report: &'a NcclReport,
     pub machine: Option<&'a Snapshot>,
+    /// How many nodes the job spans as far as the log tells, read once.
+    pub(super) scope: Scope,
 }
 
 /// Every finding: the cause of a failed job first, then most severe first;
@@ -34,8 +36,8 @@ pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding>
 pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool) -> Vec<Finding> {
     let without_abort = trails_without_abort(report);
     let report = without_abort.as_ref().unwrap_or(report);
-    let inputs = Inputs { report, machine };
-    let (mut findings, cause) = messages::findings(report, scope(report));
+    let inputs = Inputs { report, machine, scope: scope(report) };
+    let (mut findings, cause) = messages::findings(report, inputs.scope);
     findings.extend(rules::RULES.iter().filter_map(|rule| rule(&inputs)));
     let mut findings = merge_same_code(findings);
     for finding in &mut findings {
@@ -50,7 +52,7 @@ pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool)
         findings.push(finding);
         shown = scopes;
     }
-    suspects::attach(&mut findings, cause.as_deref(), report, &shown);
+    suspects::attach(&mut findings, cause.as_deref(), report, inputs.scope, &shown);
     findings.extend(machine.map(crate::checks::hardware).unwrap_or_default());
     // The cause of a failed job first, then by severity, then log order.
     let is_cause = |f: &Finding| cause.as_deref() == Some(f.code.as_str());

@@ -12,7 +12,7 @@ pub(super) fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
     // On one node no traffic leaves it: the socket transport is only NCCL's
     // network of record, not a path anything takes.
-    let scope = super::scope(report);
+    let scope = inputs.scope;
     if scope == super::Scope::SingleNode {
         return None;
     }
@@ -79,7 +79,7 @@ pub(super) fn net_socket_fallback(inputs: &Inputs) -> Option<Finding> {
 /// is why. Nothing on one node, where no traffic leaves it.
 pub(super) fn verbs_not_loaded(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
-    let scope = super::scope(report);
+    let scope = inputs.scope;
     if !report.first_lines.contains_key("libibverbs-missing")
         || scope == super::Scope::SingleNode
         || !report.network.used.iter().any(|n| n == "Socket")
@@ -236,7 +236,7 @@ pub(super) fn bootstrap_interface(inputs: &Inputs) -> Option<Finding> {
     let network = &inputs.report.network;
     // Loopback and container bridges are fine when every rank is on one node;
     // a link-local address is still one that can go away.
-    let scope = super::scope(inputs.report);
+    let scope = inputs.scope;
     if scope == super::Scope::SingleNode {
         // The first interface listed is the one the bootstrap binds (2.2-2.4
         // list every socket interface under `NET : Using interface`).

@@ -13,15 +13,21 @@ use topo_model::nccl::NcclReport;
 use topo_model::{Finding, Severity};
 use topo_parsers::nccl_log::catalogue::{self, CATALOGUE};
 
-use super::{Scope, scope};
+use super::Scope;
 
 /// Adds suspects to the finding that is the failure's cause (without one, to
 /// each error-level finding), where it is a kind the table lists and its
 /// evidence names nothing more specific. `stopped`: where a hung job's lines
 /// stop (see `hung`), which leads the order.
-pub(super) fn attach(findings: &mut [Finding], cause: Option<&str>, report: &NcclReport, stopped: &[catalogue::Scope]) {
+pub(super) fn attach(
+    findings: &mut [Finding],
+    cause: Option<&str>,
+    report: &NcclReport,
+    scope: Scope,
+    stopped: &[catalogue::Scope],
+) {
     let reported: Vec<(String, Severity)> = findings.iter().map(|f| (f.code.clone(), f.severity)).collect();
-    let mut shown: Vec<catalogue::Scope> = match scope(report) {
+    let mut shown: Vec<catalogue::Scope> = match scope {
         Scope::SingleNode => vec![catalogue::Scope::SingleNode],
         Scope::MultiNode => vec![catalogue::Scope::MultiNode],
         Scope::Unknown => Vec::new(),
