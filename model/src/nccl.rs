@@ -48,6 +48,12 @@ pub struct NcclReport {
     /// that carry NCCL's error words, and the `Last error:` text they repeat.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub framework_errors: Vec<Warning>,
+    /// The application's own exception (`[rank3]: RuntimeError: Expected 2D
+    /// tensor ...`, a Python error line with no NCCL words) printed before any
+    /// NCCL failure: a rank that raises one exits, and its peers' NCCL calls
+    /// then fail with a bare system or remote error that echoes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application_error: Option<Warning>,
     /// Paths NCCL's topology dump printed (`GPU/0-4e000 :GPU/0-4f000
     /// (1/240.0/NVL) ...`, NCCL_DEBUG_SUBSYS=GRAPH): per host, between GPUs
     /// and from GPUs to NICs, in NCCL's path types.

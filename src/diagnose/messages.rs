@@ -295,6 +295,23 @@ pub(super) fn findings(report: &NcclReport, scope: super::Scope) -> (Vec<Finding
         }
         cause = Some(code);
     }
+    // A bare NCCL error or a watchdog timeout (nothing else named) after the
+    // program's own exception: the rank that raised it exited or stopped
+    // calling collectives, and its peers' NCCL calls failed or waited for that.
+    let echoes = match cause.as_deref() {
+        Some(code) => code == UNEXPLAINED_ERROR || code == COLLECTIVE_TIMEOUT,
+        None => !report.timeouts.is_empty(),
+    };
+    if echoes && let Some(raised) = &report.application_error {
+        // The timeout is no longer the first failure: the program's error is.
+        let who = raised.rank.map_or("a rank".to_string(), |r| format!("rank {r}"));
+        for finding in out.iter_mut().filter(|f| f.code == COLLECTIVE_TIMEOUT) {
+            let title = finding.title.trim_end_matches(FIRST_FAILURE);
+            finding.title = format!("{title} (after the program's own error on {who})");
+        }
+        out.push(application_exit(raised));
+        cause = Some(PEER_LOST.to_string());
+    }
     if let Some(cause) = cause.as_deref().filter(|c| *c != UNEXPLAINED_ERROR) {
         // The framework's own report is the echo of the cause found above.
         for finding in out.iter_mut().filter(|f| f.code == UNEXPLAINED_ERROR) {
@@ -302,6 +319,27 @@ pub(super) fn findings(report: &NcclReport, scope: super::Scope) -> (Vec<Finding
         }
     }
     (out, cause)
+}
+
+/// How the title of the finding that is a failed job's cause ends.
+const FIRST_FAILURE: &str = " (the first failure in the log)";
+
+/// The program's exception before a bare NCCL error (see
+/// `NcclReport::application_error`): the rank that raised it went away.
+fn application_exit(raised: &Warning) -> Finding {
+    let who = raised.rank.map_or("A rank".to_string(), |r| format!("Rank {r}"));
+    let mut finding = finding_for(PEER_LOST, Severity::Error, vec![super::evidence::warning_evidence(raised)], true);
+    finding.why = format!(
+        "{who} raised an error of the program itself (`{}`) before any NCCL failure: a rank that raises one \
+         exits (its connections close, and its peers' NCCL calls fail with a bare system or remote error) \
+         or stops calling collectives (its peers wait until the watchdog times them out). That NCCL error \
+         or timeout is the echo; NCCL and the network are not at fault.",
+        raised.text
+    );
+    finding.fix = "Fix the program's error on that rank (its traceback is above the NCCL error in the log); \
+                   rerun and check that no rank raises before the collective."
+        .to_string();
+    finding.on(raised.host.clone(), raised.rank)
 }
 
 /// A finding of a table class, in its words (for rules that read a fault
@@ -333,7 +371,7 @@ fn finding_for(code: &str, severity: Severity, evidence: Vec<Evidence>, is_cause
             )
         }
     };
-    let title = if is_cause { format!("{title} (the first failure in the log)") } else { title };
+    let title = if is_cause { format!("{title}{FIRST_FAILURE}") } else { title };
     Finding::new(code, severity, title, evidence, &why, &fix)
 }
 

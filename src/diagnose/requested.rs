@@ -1,8 +1,8 @@
-//! Algorithms the environment asked for that NCCL did not set up: NVLS named
-//! in `NCCL_ALGO` (or forced with `NCCL_NVLS_ENABLE=1`) and a communicator
-//! that printed `0 nvls channels`; the same for CollNet. NCCL says nothing
-//! more when the hardware or the fabric cannot do it: the channel count is
-//! the only sign, and the user who asked expects it used.
+//! What the environment asked for that NCCL did not set up: NVLS named in
+//! `NCCL_ALGO` (or forced with `NCCL_NVLS_ENABLE=1`) and a communicator that
+//! printed `0 nvls channels`; the same for CollNet; a network plugin named in
+//! `NCCL_NET_PLUGIN` that NCCL could not load. NCCL says nothing more (an
+//! INFO line at most): the user who asked expects it used.
 
 use topo_model::nccl::{ChannelCounts, Communicator, NcclReport};
 use topo_model::{Evidence, Finding};
@@ -126,6 +126,72 @@ fn not_set_up(report: &NcclReport, wanted: &Requestable) -> Option<Finding> {
     finding.why = wanted.why.to_string();
     finding.fix = wanted.fix.to_string();
     Some(finding)
+}
+
+/// NCCL_NET_PLUGIN's values that ask for no external plugin: `none` turns
+/// them off (NCCL docs, "NCCL_NET_PLUGIN"), echoed as the library name NCCL
+/// makes of it (`libnccl-net-%s.so`, net.cc 2.12-2.22; corpus 925).
+const NO_PLUGIN: [&str; 3] = ["none", "", "libnccl-net-none.so"];
+
+/// A network plugin named in NCCL_NET_PLUGIN (NCCL's echo `Plugin name set by
+/// env to NAME`, or the setting's own line) and NCCL's fallback to its
+/// internal transports (`No plugin found (NAME), using internal
+/// implementation`, `NET/Plugin: Could not find: NAME. Using internal network
+/// plugin.`): the job runs on IB verbs or TCP sockets, not the fabric's
+/// plugin (Slingshot's, EFA's, GPUDirect-TCPX's) it was set up for.
+pub(super) fn net_plugin_not_loaded(inputs: &Inputs) -> Option<Finding> {
+    let report = inputs.report;
+    let fell_back = report.first_lines.get("net-plugin-internal")?;
+    let echoed = report
+        .first_lines
+        .iter()
+        .find(|(key, _)| key.starts_with("net-plugin-asked/"))
+        .map(|(key, line)| (key["net-plugin-asked/".len()..].to_string(), line));
+    let set = report.env_overrides.iter().find(|e| e.name == "NCCL_NET_PLUGIN");
+    let (name, asked) = match (echoed, set) {
+        (Some((name, line)), _) => {
+            (name, Evidence { at: format!("{}:{}", line.file, line.line), text: line.text.clone() })
+        }
+        (None, Some(e)) => (
+            e.value.clone(),
+            first_line(report, &format!("env/{}={}", e.name, e.value), format!("{}={}", e.name, e.value), ""),
+        ),
+        (None, None) => return None,
+    };
+    if NO_PLUGIN.contains(&name.trim().to_ascii_lowercase().as_str()) {
+        return None;
+    }
+    let internal: Vec<String> = report
+        .network
+        .plugins_by_host
+        .iter()
+        .filter(|(_, p)| p.as_str() == "internal")
+        .map(|(h, _)| h.clone())
+        .collect();
+    let fallback = Evidence { at: format!("{}:{}", fell_back.file, fell_back.line), text: fell_back.text.clone() };
+    let used = report.network.used.first().map_or(String::new(), |n| format!("; NCCL uses network {n}"));
+    let severity = match inputs.scope {
+        super::Scope::SingleNode => topo_model::Severity::Info,
+        _ => topo_model::Severity::Warning,
+    };
+    let mut finding = super::messages::of_class("net-plugin-failure", severity, vec![asked, fallback])?;
+    finding.title = format!("The network plugin the job named ({name}) was not loaded{used}");
+    finding.why = format!(
+        "NCCL_NET_PLUGIN names {name}, but NCCL could not open it (not in LD_LIBRARY_PATH, not installed in \
+         the container, or built for another NCCL) and fell back to its internal IB or socket transport \
+         without a WARN: traffic between nodes does not take the fabric's plugin the job was set up for{}.",
+        if severity == topo_model::Severity::Info {
+            " (this job stays on one node, where the plugin carries nothing)"
+        } else {
+            ""
+        }
+    );
+    finding.fix = format!(
+        "Put the directory of {name} on LD_LIBRARY_PATH in every rank's environment (module load of the \
+         plugin, the container's plugin path), or give its full path in NCCL_NET_PLUGIN; NCCL_DEBUG_SUBSYS=INIT,NET \
+         then prints `Loaded net plugin` or `Successfully loaded external plugin`."
+    );
+    Some(finding.on(internal, []))
 }
 
 #[cfg(test)]

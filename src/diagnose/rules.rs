@@ -21,6 +21,7 @@ pub const RULES: &[Rule] = &[
     settings::few_channels,
     requested::nvls_not_set_up,
     requested::collnet_not_set_up,
+    requested::net_plugin_not_loaded,
     network::bootstrap_interface,
     network::shared_host_name,
     network::plugin_mismatch,

@@ -170,6 +170,69 @@ pub fn rank_in(text: &str) -> Option<u32> {
     None
 }
 
+/// Exceptions that report another process's failure, not their own: a
+/// launcher's summary of a child that failed, a signal it sent, a remote
+/// worker's error re-raised by Ray.
+const ECHOED_EXCEPTIONS: [&str; 7] = [
+    "ChildFailedError",
+    "ProcessRaisedException",
+    "ProcessExitedException",
+    "SignalException",
+    "CalledProcessError",
+    "RayTaskError",
+    "RayActorError",
+];
+
+/// Words of an exception's text that point at the machine, the network or
+/// the rendezvous rather than the program's own logic: such an error may be
+/// the NCCL failure's cause or its echo, and the message table reads those.
+const NOT_THE_PROGRAMS: [&str; 16] = [
+    "CUDA",
+    "cuda",
+    "GPU",
+    "out of memory",
+    "driver",
+    "NVML",
+    "ocket",
+    "onnect",
+    "imed out",
+    "imeout",
+    "network",
+    "address",
+    "rendezvous",
+    "Store",
+    "store",
+    "errno",
+];
+
+/// Exception types of the operating system's errors (connection refused,
+/// reset, broken pipe, a timeout): the host's or the network's, not the program's.
+const SYSTEM_EXCEPTIONS: [&str; 4] = ["OSError", "ConnectionError", "BrokenPipeError", "TimeoutError"];
+
+/// The application's own exception line (`RuntimeError: Expected 2D tensor
+/// in N-S, found 3 instead.`, `[rank3]: ValueError: ...`), without its
+/// launcher tag: a Python exception type (dotted names allowed) ending in
+/// `Error` or `Exception`, then `:` or the line's end, with no word of NCCL,
+/// CUDA, the network or the system in it. A rank that raises one exits, and
+/// a bare NCCL error after it on its peers is the echo.
+pub fn application_error(text: &str) -> Option<&str> {
+    let line = without_rank_tag(text.trim());
+    let name_len = line.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(line.len());
+    let (name, rest) = line.split_at(name_len);
+    let short = name.rsplit('.').next().unwrap_or(name);
+    // A bare `Error:` or `Exception:` is a logger's word, not a type.
+    let typed = ["Error", "Exception"].iter().any(|end| short.len() > end.len() && short.ends_with(end))
+        && name.len() <= 80
+        && name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+    let ends = rest.is_empty() || rest.starts_with(": ") || rest == ":";
+    if !typed || !ends {
+        return None;
+    }
+    let echoed = ECHOED_EXCEPTIONS.contains(&short) || SYSTEM_EXCEPTIONS.iter().any(|s| short.ends_with(s));
+    let foreign = ["NCCL", "nccl", "Nccl"].iter().chain(&NOT_THE_PROGRAMS).any(|w| line.contains(w));
+    (!echoed && !foreign).then_some(line)
+}
+
 /// The NCCL version a framework error names (`..., NCCL version 2.20.5`).
 pub fn version_in(text: &str) -> Option<&str> {
     let at = text.find("NCCL version ")? + "NCCL version ".len();
@@ -330,6 +393,37 @@ mod tests {
         }
         let normal = "(VllmWorkerProcess pid=180) WARNING 03-19 08:09:03 custom_all_reduce.py:134] Custom allreduce is disabled because it's not supported on more than two PCIe-only GPUs. To silence this warning, specify disable_custom_all_reduce=True explicitly.";
         assert_eq!(recognise(normal), None);
+    }
+
+    /// The program's own exceptions, as Python prints them, against the
+    /// lines that only look alike: NCCL's and CUDA's words, the system's and
+    /// the network's errors, a launcher's echo of a failed child.
+    #[test]
+    fn application_errors_are_the_programs_own() {
+        for (line, kept) in [
+            // corpus 1980 (mlcommons/submissions_algorithms, torchrun's rank tag)
+            ("[rank3]: RuntimeError: Expected 2D tensor in N-S, found 3 instead.", true),
+            ("ValueError: too many values to unpack (expected 2)", true),
+            ("UnboundLocalError: local variable 'model' referenced before assignment", true),
+            ("omegaconf.errors.ConfigAttributeError: Missing key lr", true),
+            ("AssertionError", true),
+            ("KeyError: 'labels'", true),
+            ("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB", false),
+            ("torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error", false),
+            ("ConnectionResetError: [Errno 104] Connection reset by peer", false),
+            ("TimeoutError: timed out", false),
+            ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", false),
+            ("RuntimeError: The server socket has failed to listen on any local network address.", false),
+            ("Error: loss is nan", false),
+            ("RuntimeErrorCount: 3", false),
+            ("  File \"train.py\", line 3, in <module>", false),
+        ] {
+            assert_eq!(application_error(line).is_some(), kept, "{line}");
+        }
+        assert_eq!(
+            application_error("[rank3]: RuntimeError: Expected 2D tensor in N-S, found 3 instead."),
+            Some("RuntimeError: Expected 2D tensor in N-S, found 3 instead.")
+        );
     }
 
     #[test]

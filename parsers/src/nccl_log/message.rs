@@ -25,6 +25,10 @@ pub enum Event<'a> {
     /// plugin NAME (vN)`, a plugin's own `Plugin Path : ...`), or none (`Using
     /// internal network plugin`, `No plugin found ... using internal implementation`).
     NetPlugin(Option<&'a str>),
+    /// The network plugin the job named in NCCL_NET_PLUGIN, as NCCL echoes it
+    /// (`Plugin name set by env to NAME`, 2.12-2.22; `NET/Plugin: Plugin name
+    /// set by env to NAME`, 2.23-2.27).
+    NetPluginAsked(&'a str),
     /// aws-ofi-nccl: `NET/OFI Selected Provider is efa (found 16 nics)`; the
     /// count is absent from older releases' line.
     OfiProvider {
@@ -178,7 +182,7 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
     }
     let by_shape = match first {
         b'C' => channel_line(message).or_else(|| collnet_line(message)).or_else(|| net_device_without_pci(message)),
-        b'R' => ring_line(message),
+        b'R' => ring_line(message).or_else(|| rccl_version(message)),
         b'T' => trees(message).or_else(|| graph_tree(message)),
         b'N' => nccl_or_net(message),
         b'c' => comm_init(message).or_else(|| comm_nodes(message)),
@@ -195,7 +199,7 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
             .map(|n| Event::UsingNetwork(n.trim())),
         b'B' => bootstrap(message),
         b'G' => gdr_for_hca(message),
-        b'P' => graph_search(message).or_else(|| plugin_path(message)),
+        b'P' => graph_search(message).or_else(|| plugin_path(message)).or_else(|| plugin_asked(message)),
         b'I' => init_timings(message),
         b'0'..=b'9' => channel_counts(message).or_else(|| untagged_connection(message)),
         _ => None,
@@ -425,6 +429,17 @@ fn graph_tree(message: &str) -> Option<Event<'_>> {
     Some(Event::GraphTree { channel, parent: num(parent)?, me: num(me)?, children: children? })
 }
 
+/// RCCL's version line, bare (`RCCL version 2.20.5+hip6.2 HEAD:45b618a+`)
+/// or as an INFO line (`RCCL version : 2.22.3-HEAD:271856d`): the NCCL
+/// release RCCL is built from, without its git head.
+fn rccl_version(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("RCCL version")?.trim_start();
+    let rest = rest.strip_prefix(':').unwrap_or(rest).trim_start();
+    let version = rest.split_whitespace().next()?;
+    let version = version.split_once("-HEAD").map_or(version, |(v, _)| v);
+    (version.starts_with(|c: char| c.is_ascii_digit()) && version.contains('.')).then_some(Event::Version(version))
+}
+
 fn nccl_or_net<'a>(message: &'a str) -> Option<Event<'a>> {
     if let Some(version) = message.strip_prefix("NCCL version ") {
         // A markdown paste may keep the bold markers (`**NCCL version 2.4.7**`);
@@ -610,11 +625,23 @@ fn glued_entries(token: &str) -> Vec<&str> {
 /// plugin NAME (vN)`).
 fn net_plugin(message: &str) -> Option<Event<'_>> {
     let rest = message.strip_prefix("NET/Plugin")?.trim_start_matches([' ', ':']);
+    if rest.starts_with(PLUGIN_ASKED) {
+        return plugin_asked(rest);
+    }
     if let Some(name) = rest.strip_prefix("Loaded net plugin ") {
         return Some(Event::NetPlugin(Some(name.split(" (v").next()?.trim())));
     }
     let internal = rest.contains("Using internal network plugin") || rest.contains("using internal implementation");
     internal.then_some(Event::NetPlugin(None))
+}
+
+/// NCCL's echo of NCCL_NET_PLUGIN (net.cc 2.12-2.22, plugin_open.cc 2.23-2.27).
+const PLUGIN_ASKED: &str = "Plugin name set by env to ";
+
+/// `Plugin name set by env to libnccl-net-ofi.so`: the plugin's name.
+fn plugin_asked(message: &str) -> Option<Event<'_>> {
+    let name = message.strip_prefix(PLUGIN_ASKED)?.trim();
+    (!name.is_empty() && !name.contains(char::is_whitespace)).then_some(Event::NetPluginAsked(name))
 }
 
 /// A plugin's own `Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so`.
@@ -857,6 +884,16 @@ mod tests {
         assert_eq!(group_size("ALLGATHER", Some(0), Some(10)), None);
         assert_eq!(group_size("ALLGATHER", None, Some(10)), None);
         assert_eq!(group_size("ALLGATHER", Some(1), Some(u64::MAX)), None);
+    }
+
+    /// RCCL's version lines as RCCL prints them (corpus 2122, amikael/RCCL-tests;
+    /// corpus 1146, an INFO line with its git head); a ring line still reads as one.
+    #[test]
+    fn rccl_names_its_version_in_its_own_words() {
+        assert_eq!(parse("RCCL version 2.20.5+hip6.2 HEAD:45b618a+"), Some(Event::Version("2.20.5+hip6.2")));
+        assert_eq!(parse("RCCL version : 2.22.3-HEAD:271856d"), Some(Event::Version("2.22.3")));
+        assert_eq!(parse("RCCL version : unknown"), None);
+        assert!(matches!(parse("Ring 00 : 0 1 2 3"), Some(Event::RingOrder { .. })));
     }
 
     #[test]

@@ -100,7 +100,11 @@ impl LogParser {
                     }
                 }
             }
+            Event::NetPluginAsked(name) => self.first_line(format!("net-plugin-asked/{name}"), line.message),
             Event::NetPlugin(plugin) => {
+                if plugin.is_none() {
+                    self.first_line("net-plugin-internal".to_string(), line.message);
+                }
                 if let Some(host) = line.host
                     && self.network.plugins_by_host.len() < MAX_SMALL_TABLE
                 {

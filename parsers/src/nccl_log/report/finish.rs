@@ -30,11 +30,21 @@ impl LogParser {
         fold_cut_heads(&mut hosts, &host_lines, &host_pids);
         let rename = |h: &str| hosts.get(h).cloned().unwrap_or_else(|| h.to_string());
         let host_list: Vec<String> = hosts.values().cloned().collect::<BTreeSet<_>>().into_iter().collect();
-        let processes: BTreeSet<(String, Option<u64>)> = self
+        // A prefix whose host was redacted (`:21831:21831 [0] NCCL INFO ...`)
+        // still names its process, unless a named host has that pid too (a
+        // redaction that left `NAME :70918:70918`); a line without a prefix names none.
+        let named_pids: BTreeSet<u64> = self
             .hosts
             .iter()
             .filter(|(h, _)| !h.is_empty())
-            .flat_map(|(h, s)| s.pids.iter().map(move |p| (rename(h), *p)))
+            .flat_map(|(_, s)| s.pids.iter().flatten().copied())
+            .collect();
+        let processes: BTreeSet<(String, Option<u64>)> = self
+            .hosts
+            .iter()
+            .flat_map(|(h, s)| s.pids.iter().map(move |p| (h, *p)))
+            .filter(|(h, p)| !h.is_empty() || p.is_some_and(|p| !named_pids.contains(&p)))
+            .map(|(h, p)| (rename(h), p))
             .collect();
 
         let comms = merge_orphans(self.comms, self.orphans);
@@ -160,6 +170,7 @@ impl LogParser {
             warning_count,
             notices,
             framework_errors,
+            application_error: self.application_error,
             logged_paths,
             error_codes: {
                 let mut trail: Vec<((String, i64), ErrorCount)> = self.errors.into_iter().collect();

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use topo_model::BusId;
 use topo_model::nccl::{
     CollectiveCall, CollectiveStats, CollectiveTimeout, Direction, EnvOverride, ErrorTrace, LineRef, LoggedPath,
-    NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, TransportKind, TuningChoice,
+    NCCL_REPORT_SCHEMA_VERSION, NcclReport, Network, RankInfo, RankProgress, TransportKind, TuningChoice, Warning,
 };
 
 mod continuation;
@@ -133,6 +133,9 @@ struct Progress {
     recent: [(u64, usize, u64, u32); RECENT_CALLS],
 }
 
+/// How c10 begins the C++ backtrace of an error it raises (c10/util/Exception.cpp).
+const BACKTRACE_HEADER: &str = "Exception raised from ";
+
 /// Collectives remembered per (process, communicator), to compare ranks.
 const RECENT_CALLS: usize = 4;
 
@@ -156,6 +159,9 @@ pub struct LogParser {
     warnings: MessageTable,
     notices: MessageTable,
     framework_errors: MessageTable,
+    /// The application's exception before any NCCL failure (see
+    /// [`framework::application_error`]), the first one only.
+    application_error: Option<Warning>,
     /// What stood before `Last error:` on its line (a logger's prefix).
     last_error_prefix: String,
     /// Who the line being read was printed by, as its collectors' wrappers
@@ -455,7 +461,8 @@ impl LogParser {
         self.line_host = self.host_slot(line.host);
         if line.level != Level::Bare {
             self.nccl_lines += 1;
-            if line.host.is_some() {
+            // A redacted host (`:21831:21831 [0]`) still names its process.
+            if line.host.is_some() || line.pid.is_some() {
                 let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
                 state.lines += 1;
                 if !state.pids.contains(&line.pid) && budget.take(Table::Processes, 1) {
@@ -620,18 +627,26 @@ impl LogParser {
                 self.last_error_wait -= 1;
             } else {
                 self.last_error_wait = 0;
-                self.nccl_lines += 1;
                 let prefix = std::mem::take(&mut self.last_error_prefix);
-                let detail = without_logger_prefix(text.trim(), &prefix);
-                self.add_framework_error(framework::without_rank_tag(detail), Some("Last error"), rank);
-                return true;
+                let detail = framework::without_rank_tag(without_logger_prefix(text.trim(), &prefix));
+                // PyTorch's backtrace header right after: NCCL had no last
+                // error to give (`Last error:`, a blank line, `Exception raised from`).
+                if !detail.starts_with(BACKTRACE_HEADER) {
+                    self.nccl_lines += 1;
+                    self.add_framework_error(detail, Some("Last error"), rank);
+                    return true;
+                }
             }
         }
         if framework::crash_signal(text) {
             self.crash = Some((self.line_number, text.trim().chars().take(MAX_EVIDENCE_CHARS).collect()));
         }
         let Some(found) = framework::recognise(text) else {
-            return self.crash_in_nccl(text, rank) || self.bare_warn_text(text, rank);
+            let nccl = self.crash_in_nccl(text, rank) || self.bare_warn_text(text, rank);
+            if !nccl {
+                self.application_error(text, rank);
+            }
+            return nccl;
         };
         self.nccl_lines += 1;
         if let Some(version) = framework::version_in(text)
@@ -730,6 +745,28 @@ impl LogParser {
         self.nccl_lines += 1;
         self.add_framework_error(message, Some("NCCL text without its prefix"), rank);
         true
+    }
+
+    /// The application's own exception, kept when it comes before any NCCL
+    /// failure: what it says is not NCCL's, but a rank that raises it exits,
+    /// and the bare NCCL errors after it are its echo.
+    fn application_error(&mut self, text: &str, rank: Option<u32>) {
+        let failed = self.warnings.count > 0
+            || self.framework_errors.count > 0
+            || !self.errors.is_empty()
+            || !self.timeouts.is_empty();
+        if self.application_error.is_some() || failed {
+            return;
+        }
+        let Some(error) = framework::application_error(text) else { return };
+        self.application_error = Some(Warning {
+            rank: rank.or_else(|| framework::rank_in(text)),
+            file: self.input_name.clone(),
+            line: self.line_number,
+            text: error.chars().take(MAX_EVIDENCE_CHARS).collect(),
+            count: 1,
+            ..Warning::default()
+        });
     }
 
     fn add_framework_error(&mut self, text: &str, source: Option<&str>, rank: Option<u32>) {
