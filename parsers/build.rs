@@ -68,6 +68,14 @@ struct SourceClass {
 }
 
 #[derive(Deserialize)]
+struct FallbackTrail {
+    location: String,
+    #[allow(dead_code)]
+    versions: String,
+    instead: String,
+}
+
+#[derive(Deserialize)]
 struct ErrnoCause {
     text: String,
     errno: String,
@@ -181,6 +189,8 @@ struct File {
     nccl_results: Vec<ResultCode>,
     #[serde(default)]
     sources: Vec<SourceClass>,
+    #[serde(default)]
+    fallback_trails: Vec<FallbackTrail>,
     #[serde(default)]
     unreachable_addresses: Vec<UnreachableAddress>,
     #[serde(default)]
@@ -343,6 +353,12 @@ fn main() {
             lit(&s.class),
             opt(&s.carries)
         );
+    }
+    out.push_str("];\n");
+
+    let _ = writeln!(out, "pub(super) static FALLBACK_TRAILS: &[FallbackTrail] = &[");
+    for t in &file.fallback_trails {
+        let _ = writeln!(out, "    FallbackTrail {{ location: {}, instead: {} }},", lit(&t.location), lit(&t.instead));
     }
     out.push_str("];\n");
 

@@ -15,6 +15,7 @@ mod suspects;
 
 use topo_model::nccl::NcclReport;
 use topo_model::{Finding, Snapshot};
+use topo_parsers::nccl_log::catalogue::CATALOGUE;
 
 /// What the rules look at.
 pub struct Inputs<'a> {
@@ -66,19 +67,27 @@ pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool)
     findings
 }
 
-/// The report with the error-trail lines that a communicator's abort
-/// produced taken out (`-> 3` after `socketProgressOpt: abort called`):
-/// they are the abort itself, not a fault to explain. Copied only when a
-/// log has them.
+/// The report with the error-trail lines that say no fault taken out: those
+/// a communicator's abort produced (`-> 3` after `socketProgressOpt: abort
+/// called`), which are the abort itself, and those of a transport's init that
+/// NCCL went past to use another network (the message table's
+/// `fallback_trails`: 2.28+'s IB init on a host without IB, then sockets).
+/// Copied only when a log has them.
 fn trails_without_abort(report: &NcclReport) -> Option<NcclReport> {
-    if report.error_codes.iter().all(|e| e.after_abort == 0) {
+    let fell_back = |location: &str| {
+        CATALOGUE
+            .fallback_trails
+            .iter()
+            .any(|t| t.location == location && report.network.used.iter().any(|n| n == t.instead))
+    };
+    if report.error_codes.iter().all(|e| e.after_abort == 0 && !fell_back(&e.location)) {
         return None;
     }
     let mut trimmed = report.clone();
     trimmed.error_codes.retain_mut(|e| {
         e.count -= e.after_abort.min(e.count);
         e.after_abort = 0;
-        e.count > 0
+        e.count > 0 && !fell_back(&e.location)
     });
     Some(trimmed)
 }

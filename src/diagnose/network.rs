@@ -387,3 +387,56 @@ pub(super) fn plugin_mismatch(inputs: &Inputs) -> Option<Finding> {
     finding.title = "Hosts load different network plugins (a plugin on some nodes only)".to_string();
     Some(finding.on(by_host.keys().cloned(), []))
 }
+
+/// How NCCL names the GIDs of a failed completion (`localGid fe80::... remoteGid
+/// fe80::...`; 2.19+ prints `remoteGids` glued to the address).
+const GID_KEYS: [&str; 3] = ["localGid", "remoteGids", "remoteGid"];
+
+/// The IPv6 link-local prefix: a GID of index 0 or 1 (RoCE v1, or v2 without
+/// an IPv4 address), which no router forwards.
+const LINK_LOCAL: &str = "fe80:";
+
+/// The GIDs a completion error names.
+fn gids_of(text: &str) -> Vec<&str> {
+    GID_KEYS
+        .iter()
+        .filter_map(|key| {
+            let at = text.find(key)? + key.len();
+            text[at..].split_whitespace().next()
+        })
+        .collect()
+}
+
+/// RoCE completions that ran out of retries (status 12) between link-local
+/// GIDs: the traffic had no routable address to go to. The GID index is the
+/// usual fix (corpus 1323, 2341), where a bare retry-exceeded only suspects it.
+pub(super) fn link_local_gids(inputs: &Inputs) -> Option<Finding> {
+    let retried = |text: &str| CATALOGUE.completion_status(text).is_some_and(|s| s.code == RETRY_EXCEEDED);
+    let evidence: Vec<Evidence> = inputs
+        .report
+        .warnings
+        .iter()
+        .filter(|w| retried(&w.text) && gids_of(&w.text).iter().any(|g| g.starts_with(LINK_LOCAL)))
+        .map(super::evidence::warning_evidence)
+        .collect();
+    if evidence.is_empty() {
+        return None;
+    }
+    let first = inputs.report.warnings.iter().find(|w| retried(&w.text) && !gids_of(&w.text).is_empty());
+    let mut finding = super::messages::of_class("roce-gid-mismatch", Severity::Warning, evidence)?;
+    finding.title = "RoCE completions ran out of retries between link-local GIDs (fe80::)".to_string();
+    finding.why = "The failed completions' GIDs are IPv6 link-local (GID index 0 or 1: RoCE v1, or a v2 GID of an \
+                   interface without an IPv4 address). Such a GID carries no routable address: across a routed \
+                   RoCE fabric or between subnets the packets never reach the peer, and the NIC's retries run out \
+                   (status 12)."
+        .to_string();
+    finding.fix = "Run show_gids on every node and set NCCL_IB_GID_INDEX to the RoCE v2 GID of the port's IPv4 \
+                   address (often 3), the same on all nodes; NCCL 2.21+ picks it itself once the RoCE interfaces \
+                   have IPv4 addresses."
+        .to_string();
+    let hosts = first.and_then(|w| w.host.clone());
+    Some(finding.on(hosts, []))
+}
+
+/// ibv_wc_status 12, IBV_WC_RETRY_EXC_ERR (verbs.h).
+const RETRY_EXCEEDED: i64 = 12;

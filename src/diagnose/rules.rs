@@ -23,6 +23,7 @@ pub const RULES: &[Rule] = &[
     requested::collnet_not_set_up,
     requested::net_plugin_not_loaded,
     network::bootstrap_interface,
+    network::link_local_gids,
     network::shared_host_name,
     network::plugin_mismatch,
     job::collective_timeout,

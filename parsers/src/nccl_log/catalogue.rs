@@ -121,6 +121,17 @@ pub struct SourceClass {
     pub carries: Option<&'static str>,
 }
 
+/// An error-trail line NCCL prints when one transport's init fails and it goes
+/// on with the next (2.28+'s `ncclIbInit` without libibverbs or an IB device,
+/// then the socket transport): no failure, when the job used another network.
+#[derive(Debug, Clone, Copy)]
+pub struct FallbackTrail {
+    /// `file:line` as the trail prints it.
+    pub location: &'static str,
+    /// The network NCCL used instead.
+    pub instead: &'static str,
+}
+
 /// An `NCCL_*` setting that overrides NCCL's own choice (`NCCL_X set by
 /// environment to Y`): left over from debugging, it costs bandwidth.
 #[derive(Debug, Clone, Copy)]
@@ -323,6 +334,7 @@ pub struct Catalogue {
     pub provider_errors: &'static [WcStatus],
     pub results: &'static [ResultCode],
     pub sources: &'static [SourceClass],
+    pub fallback_trails: &'static [FallbackTrail],
     pub unreachable_addresses: &'static [UnreachableAddress],
     pub errno_causes: &'static [ErrnoCause],
     pub settings: &'static [Setting],
@@ -373,6 +385,7 @@ impl Catalogue {
             provider_errors: PROVIDER_ERRORS,
             results: RESULTS,
             sources: SOURCES,
+            fallback_trails: FALLBACK_TRAILS,
             unreachable_addresses: UNREACHABLE_ADDRESSES,
             errno_causes: ERRNO_CAUSES,
             settings: SETTINGS,
