@@ -35,7 +35,7 @@ pub fn diagnose(report: &NcclReport, machine: Option<&Snapshot>) -> Vec<Finding>
 /// A hung job whose log shows no failure gets a finding of where its lines
 /// stop, with the causes of such hangs as suspects.
 pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool) -> Vec<Finding> {
-    let without_abort = trails_without_abort(report);
+    let without_abort = trails_that_say_no_fault(report);
     let report = without_abort.as_ref().unwrap_or(report);
     let inputs = Inputs { report, machine, scope: scope(report) };
     let (mut findings, cause) = messages::findings(report, inputs.scope);
@@ -73,7 +73,7 @@ pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool)
 /// NCCL went past to use another network (the message table's
 /// `fallback_trails`: 2.28+'s IB init on a host without IB, then sockets).
 /// Copied only when a log has them.
-fn trails_without_abort(report: &NcclReport) -> Option<NcclReport> {
+fn trails_that_say_no_fault(report: &NcclReport) -> Option<NcclReport> {
     let fell_back = |location: &str| {
         CATALOGUE
             .fallback_trails

@@ -412,17 +412,17 @@ fn gids_of(text: &str) -> Vec<&str> {
 /// usual fix (corpus 1323, 2341), where a bare retry-exceeded only suspects it.
 pub(super) fn link_local_gids(inputs: &Inputs) -> Option<Finding> {
     let retried = |text: &str| CATALOGUE.completion_status(text).is_some_and(|s| s.code == RETRY_EXCEEDED);
-    let evidence: Vec<Evidence> = inputs
+    let linked: Vec<_> = inputs
         .report
         .warnings
         .iter()
         .filter(|w| retried(&w.text) && gids_of(&w.text).iter().any(|g| g.starts_with(LINK_LOCAL)))
-        .map(super::evidence::warning_evidence)
         .collect();
-    if evidence.is_empty() {
+    if linked.is_empty() {
         return None;
     }
-    let first = inputs.report.warnings.iter().find(|w| retried(&w.text) && !gids_of(&w.text).is_empty());
+    let evidence = linked.iter().map(|w| super::evidence::warning_evidence(w)).collect();
+    let hosts: Vec<String> = linked.iter().flat_map(|w| w.hosts.iter().cloned().chain(w.host.clone())).collect();
     let mut finding = super::messages::of_class("roce-gid-mismatch", Severity::Warning, evidence)?;
     finding.title = "RoCE completions ran out of retries between link-local GIDs (fe80::)".to_string();
     finding.why = "The failed completions' GIDs are IPv6 link-local (GID index 0 or 1: RoCE v1, or a v2 GID of an \
@@ -434,7 +434,6 @@ pub(super) fn link_local_gids(inputs: &Inputs) -> Option<Finding> {
                    address (often 3), the same on all nodes; NCCL 2.21+ picks it itself once the RoCE interfaces \
                    have IPv4 addresses."
         .to_string();
-    let hosts = first.and_then(|w| w.host.clone());
     Some(finding.on(hosts, []))
 }
 
