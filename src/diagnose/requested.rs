@@ -133,6 +133,11 @@ fn not_set_up(report: &NcclReport, wanted: &Requestable) -> Option<Finding> {
 /// makes of it (`libnccl-net-%s.so`, net.cc 2.12-2.22; corpus 925).
 const NO_PLUGIN: [&str; 3] = ["none", "", "libnccl-net-none.so"];
 
+/// The report's `first_lines` keys of NCCL's echo of NCCL_NET_PLUGIN (with
+/// the name after the slash) and of its fallback to the internal transports.
+const ASKED: &str = "net-plugin-asked/";
+const FELL_BACK: &str = "net-plugin-internal";
+
 /// A network plugin named in NCCL_NET_PLUGIN (NCCL's echo `Plugin name set by
 /// env to NAME`, or the setting's own line) and NCCL's fallback to its
 /// internal transports (`No plugin found (NAME), using internal
@@ -141,16 +146,14 @@ const NO_PLUGIN: [&str; 3] = ["none", "", "libnccl-net-none.so"];
 /// plugin (Slingshot's, EFA's, GPUDirect-TCPX's) it was set up for.
 pub(super) fn net_plugin_not_loaded(inputs: &Inputs) -> Option<Finding> {
     let report = inputs.report;
-    let fell_back = report.first_lines.get("net-plugin-internal")?;
-    let echoed = report
-        .first_lines
-        .iter()
-        .find(|(key, _)| key.starts_with("net-plugin-asked/"))
-        .map(|(key, line)| (key["net-plugin-asked/".len()..].to_string(), line));
+    if !report.first_lines.contains_key(FELL_BACK) {
+        return None;
+    }
+    let echoed = report.first_lines.keys().find_map(|key| Some((key, key.strip_prefix(ASKED)?)));
     let set = report.env_overrides.iter().find(|e| e.name == "NCCL_NET_PLUGIN");
     let (name, asked) = match (echoed, set) {
-        (Some((name, line)), _) => {
-            (name, Evidence { at: format!("{}:{}", line.file, line.line), text: line.text.clone() })
+        (Some((key, name)), _) => {
+            (name.to_string(), first_line(report, key, format!("Plugin name set by env to {name}"), ""))
         }
         (None, Some(e)) => (
             e.value.clone(),
@@ -168,7 +171,7 @@ pub(super) fn net_plugin_not_loaded(inputs: &Inputs) -> Option<Finding> {
         .filter(|(_, p)| p.as_str() == "internal")
         .map(|(h, _)| h.clone())
         .collect();
-    let fallback = Evidence { at: format!("{}:{}", fell_back.file, fell_back.line), text: fell_back.text.clone() };
+    let fallback = first_line(report, FELL_BACK, "NET/Plugin: using internal implementation".into(), "");
     let used = report.network.used.first().map_or(String::new(), |n| format!("; NCCL uses network {n}"));
     let severity = match inputs.scope {
         super::Scope::SingleNode => topo_model::Severity::Info,
