@@ -85,6 +85,13 @@ pub struct NcclReport {
     /// trees (init.cc 2.17-2.30), where a hang on an NVSwitch machine waits.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub nvls_setup: u64,
+    /// Lines of user-buffer registration (NCCL_REG: `register comm 0x..
+    /// buffer`, `rank 3 - NET register userbuff`, `IPC reuse buffer`, ...).
+    /// NCCL registers a program's buffers when it calls ncclCommRegister or
+    /// enqueues a collective on them, both after init: the communicator was
+    /// in use, even where the excerpt dropped its `Init COMPLETE`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub buffer_registrations: u64,
     /// Exact transport strings after `via`, with the number of lines each.
     pub via: BTreeMap<String, u64>,
     /// nccl-tests output found in the same input.
@@ -201,6 +208,12 @@ pub struct Communicator {
     /// lines were read.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nnodes_at_least: bool,
+    /// Its ranks were grouped by the communicator size their init lines
+    /// print, beside other communicators of that size (NCCL before 2.16
+    /// prints no commId): which process holds which rank, and so each
+    /// rank's host, is the reader's best guess.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ranks_guessed: bool,
     pub ranks: Vec<RankInfo>,
     pub rings: Vec<Ring>,
     pub trees: Vec<TreeNode>,

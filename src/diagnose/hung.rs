@@ -82,9 +82,11 @@ fn init_began(report: &NcclReport) -> bool {
 }
 
 /// Whether anything in the log shows init over: a rank's `Init COMPLETE`,
-/// collectives, nccl-tests results, a watchdog's timeout or progress.
+/// collectives, user buffers registered for them, nccl-tests results, a
+/// watchdog's timeout or progress.
 fn init_over(report: &NcclReport) -> bool {
     report.init_complete > 0
+        || report.buffer_registrations > 0
         || report.communicators.iter().any(|c| !c.init_complete.is_empty())
         || !report.collectives.is_empty()
         || !report.timeouts.is_empty()
@@ -162,8 +164,14 @@ pub(super) fn finding(report: &NcclReport, findings: &[Finding]) -> Option<(Find
         } else {
             "no collective logged after it (NCCL_DEBUG_SUBSYS=COLL prints each call)".to_string()
         };
-        let text =
-            format!("{} rank(s) printed `Init COMPLETE`{seen}; {after}", report.init_complete.max(complete(report)));
+        let past = match report.init_complete.max(complete(report)) {
+            0 if report.buffer_registrations > 0 => format!(
+                "{} user-buffer registration line(s) (NCCL_REG) show the communicator in use{seen}",
+                report.buffer_registrations
+            ),
+            ranks => format!("{ranks} rank(s) printed `Init COMPLETE`{seen}"),
+        };
+        let text = format!("{past}; {after}");
         // A rank had issued more than one collective before it stopped: the
         // data path had carried work, and the ranks diverged.
         let progressed = report.progress.iter().any(|rank| rank.calls > 1);

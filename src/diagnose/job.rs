@@ -22,7 +22,8 @@ pub(super) fn ring_suboptimal(inputs: &Inputs) -> Option<Finding> {
     for comm in &inputs.report.communicators {
         let hosts = rank_hosts(comm);
         let nodes: BTreeSet<&str> = hosts.values().copied().collect();
-        if nodes.len() > 1 {
+        // Hosts guessed for the ranks (see `ranks_guessed`) count no crossings.
+        if nodes.len() > 1 && !comm.ranks_guessed {
             for ring in &comm.rings {
                 let known = ring.order.iter().all(|r| hosts.contains_key(r));
                 let crossings = (0..ring.order.len())

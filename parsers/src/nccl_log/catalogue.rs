@@ -35,6 +35,29 @@ fn shared_words(opening: &str, text: &str) -> usize {
 // the build on a row naming an unknown class).
 include!(concat!(env!("OUT_DIR"), "/nccl_messages.rs"));
 
+/// RCCL prints NCCL's messages through hipify, which renames CUDA's API in
+/// them: `hipIpcGetMemHandle failed : %s`, `HIP failure '%s'` where NCCL says
+/// `cudaIpcGetMemHandle failed : %s`, `Cuda failure '%s'` (ROCm/rccl, built
+/// from NVIDIA/nccl's tree). The table holds NCCL's words, and an RCCL line is
+/// read in them; NCCL itself prints no `hip` identifier.
+fn nccl_spelling(text: String) -> String {
+    if !text.contains("hip") && !text.contains("HIP failure") {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("hip") {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let word_start = out.chars().next_back().is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_');
+        let api = from[3..].starts_with(|c: char| c.is_ascii_uppercase());
+        out.push_str(if word_start && api { "cuda" } else { "hip" });
+        rest = &from[3..];
+    }
+    out.push_str(rest);
+    out.replace("HIP failure", "Cuda failure")
+}
+
 /// The table as shipped, with its lookup keys built once.
 pub static CATALOGUE: LazyLock<Catalogue> = LazyLock::new(Catalogue::shipped);
 
@@ -407,7 +430,7 @@ impl Catalogue {
     /// [`Self::classify`] for a message printed from NCCL source location
     /// `source` (`transport/shm.cc:590`), where rows held to a file apply.
     pub fn classify_at(&self, level: Level, text: &str, source: Option<&str>) -> Option<Match<'_>> {
-        let text = collapse_spaces(text.trim());
+        let text = nccl_spelling(collapse_spaces(text.trim()));
         let file = source.and_then(|s| s.split(':').next());
         let mut best: Option<(usize, (bool, usize, bool))> = None;
         // Framework rows: their text anywhere in the line, by prebuilt searchers.
@@ -654,6 +677,19 @@ mod tests {
         assert!(CATALOGUE.classes.len() >= 30);
         assert!(CATALOGUE.classes.contains_key("unknown"));
         assert_eq!(CATALOGUE.wc_status.iter().find(|s| s.code == 12).map(|s| s.name), Some("IBV_WC_RETRY_EXC_ERR"));
+    }
+
+    #[test]
+    fn rccl_lines_are_read_in_nccl_words() {
+        // Corpus 1983 and 2580 (ROCm/rccl#2188): RCCL's hipified P2P IPC failure.
+        let hit = CATALOGUE.classify(Level::Warn, "hipIpcGetMemHandle failed : invalid argument").unwrap();
+        assert_eq!(hit.row.pattern, "cudaIpcGetMemHandle failed : %s");
+        assert_eq!(
+            nccl_spelling("HIP failure 'out of memory' at x.cc:3".into()),
+            "Cuda failure 'out of memory' at x.cc:3"
+        );
+        // Only an API name's `hip` is CUDA's: other words keep theirs.
+        assert_eq!(nccl_spelling("chipset hipify/src hip_x".into()), "chipset hipify/src hip_x");
     }
 
     #[test]

@@ -40,6 +40,104 @@ pub(super) struct CommState {
     pub(super) init_seconds: Option<f64>,
     /// Second `Init START`s of a rank under this ID by the process that held it.
     pub(super) id_reused: Vec<topo_model::nccl::IdReuse>,
+    /// Ranks that printed `Init START` (2.18+) for this communicator.
+    pub(super) started: BTreeSet<u32>,
+    /// For the lines a thread prints after a communicator's `Init COMPLETE`
+    /// when no `Init START` opened it (NCCL before 2.18): the communicator
+    /// they follow, which takes them if no other init line claims them.
+    pub(super) pending_after: Option<usize>,
+    /// Grouped by size alone (no pointer or commId ties its ranks) while
+    /// other communicators of the log have that size too: which process
+    /// holds which rank is a guess, so hosts do not say a hop stays on a node.
+    pub(super) size_shared: bool,
+}
+
+/// Marks the communicators grouped by size alone whose size another such
+/// communicator shares (Megatron's many groups of two, before NCCL 2.16's commId).
+pub(super) fn mark_shared_sizes(comms: &mut [CommState]) {
+    let mut sizes: HashMap<u32, usize> = HashMap::new();
+    for size in comms.iter().filter(|c| c.id.starts_with(SIZE_GROUPED)).filter_map(|c| c.nranks) {
+        *sizes.entry(size).or_default() += 1;
+    }
+    let several = comms.len() > 1;
+    for comm in comms.iter_mut() {
+        if comm.id.starts_with(SIZE_GROUPED) {
+            comm.size_shared = comm.nranks.is_some_and(|n| sizes.get(&n).is_some_and(|&k| k > 1));
+        } else if comm.id == UNIDENTIFIED || comm.id == UNPLACED {
+            // Lines no init line placed, beside other communicators: their
+            // rank numbers may be of any of them.
+            comm.size_shared = several || comm.id == UNPLACED;
+        }
+    }
+}
+
+/// The ID of the lines no init line placed (see [`merge_orphans`]).
+pub(super) const UNIDENTIFIED: &str = "unidentified";
+/// The ID of the lines that several communicators could own, or none of
+/// those their thread had (a process's async or proxy threads, a rank
+/// beyond the size of the thread's latest): kept apart, never merged.
+pub(super) const UNPLACED: &str = "unplaced";
+
+/// The ID prefix of a communicator its init lines grouped by size (`nranks-8-0`).
+pub(super) const SIZE_GROUPED: &str = "nranks-";
+
+/// The ID prefix of a thread's lines waiting for the init line they precede.
+pub(super) const PENDING: &str = "pending-";
+
+/// NCCL before 2.18 prints a communicator's rings, trees and connections
+/// before its `Init COMPLETE` and no `Init START`: a process that creates
+/// several communicators prints each one's lines between the previous
+/// one's COMPLETE and its own. The lines a thread printed after a COMPLETE
+/// went to a pending communicator; those that no later init line of the
+/// thread took (lazily connected P2P channels, an excerpt's end) belong to
+/// the communicator they follow. Pending communicators leave the list.
+pub(super) fn settle_pending(mut comms: Vec<CommState>, mut orphans: Option<usize>) -> (Vec<CommState>, Option<usize>) {
+    for i in 0..comms.len() {
+        if !comms[i].id.starts_with(PENDING) {
+            continue;
+        }
+        // Lines of a thread before any init line of its process that none
+        // claimed: of no known communicator (see `merge_orphans`).
+        let Some(owner) = comms[i].pending_after.filter(|&o| o < comms.len() && o != i) else {
+            match orphans.filter(|&o| o < comms.len() && o != i) {
+                Some(o) => {
+                    let lines = std::mem::take(&mut comms[i]);
+                    comms[o].absorb(lines);
+                }
+                None => {
+                    comms[i].id = UNIDENTIFIED.to_string();
+                    orphans = Some(i);
+                }
+            }
+            continue;
+        };
+        let lines = std::mem::take(&mut comms[i]);
+        // Lines naming a rank the communicator they follow does not have
+        // are not its own: kept apart (see `UNPLACED`).
+        let beyond = lines.highest_rank.zip(comms[owner].nranks).is_some_and(|(high, n)| high >= n);
+        if !beyond {
+            comms[owner].absorb(lines);
+        } else if let Some(apart) = comms.iter().position(|c| c.id == UNPLACED) {
+            comms[apart].absorb(lines);
+        } else {
+            comms.push(CommState { id: UNPLACED.to_string(), ..CommState::default() });
+            if let Some(apart) = comms.last_mut() {
+                apart.absorb(lines);
+            }
+        }
+    }
+    let mut kept = Vec::with_capacity(comms.len());
+    let mut orphans_at = None;
+    for (i, comm) in comms.into_iter().enumerate() {
+        if comm.id.starts_with(PENDING) || (comm.id.is_empty() && comm.nranks.is_none()) {
+            continue;
+        }
+        if orphans == Some(i) {
+            orphans_at = Some(kept.len());
+        }
+        kept.push(comm);
+    }
+    (kept, orphans_at)
 }
 
 /// Lines of processes that printed no init line (an excerpt, or 2.4-2.8 logs
@@ -209,10 +307,11 @@ impl CommState {
         // NCCL also sends over the network between GPUs of one node (P2P and
         // SHM ruled out, or the NIC closer than the GPUs' own path). A network
         // hop between two ranks of one host shows this communicator does.
-        let network_within_node = self
-            .connections
-            .iter()
-            .any(|(_, _, from, to, _, via)| over_network(via) && same_host(*from, *to) == Some(true));
+        let network_within_node = !self.size_shared
+            && self
+                .connections
+                .iter()
+                .any(|(_, _, from, to, _, via)| over_network(via) && same_host(*from, *to) == Some(true));
         let connections: Vec<Connection> = self
             .connections
             .into_iter()
@@ -221,10 +320,13 @@ impl CommState {
                 // cross-node hop, and a hop NCCL sends over the network leaves
                 // the node unless the lines show it using the network within one.
                 let transport = transport_kind(&via);
-                let cross_node = same_host(from, to)
+                let judged = same_host(from, to).filter(|&same| !(same && self.size_shared && over_network(&via)));
+                // Lines no communicator could claim say nothing of nodes.
+                let placed = self.id != UNPLACED;
+                let cross_node = judged
                     .map(|same| !same)
                     .or((self.nnodes == Some(1)).then_some(false))
-                    .or((over_network(&via) && !network_within_node).then_some(true));
+                    .or((placed && over_network(&via) && !network_within_node).then_some(true));
                 Connection {
                     channel,
                     conn_index,
@@ -259,6 +361,7 @@ impl CommState {
                 (n, _) => Some(n as u32),
             }),
             nnodes_at_least: self.nnodes.is_none() && leaves_node && hosts.len() < 2,
+            ranks_guessed: self.size_shared,
             ranks,
             rings,
             trees,

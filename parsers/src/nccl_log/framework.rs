@@ -44,7 +44,9 @@ pub enum Found<'a> {
 /// Horovod's stall inspector and shutdown status, and vLLM's and SGLang's
 /// failed peer-access test, speak of ranks and P2P in their own words; UCX
 /// (under NCCL's UCX net plugin) prints `UCX  ERROR` in its own log format.
-const GATE: [&str; 48] = [
+/// DeepEP's kernels report their timeouts in their own words (`DeepEP timeout
+/// for dispatch receive`), as NCCL EP's do with NCCL's name.
+const GATE: [&str; 49] = [
     "NCCL",
     "nccl",
     "Nccl",
@@ -93,6 +95,7 @@ const GATE: [&str; 48] = [
     "Horovod has been shut down",
     "GPU P2P capability",
     "UCX",
+    "DeepEP",
 ];
 
 /// How a fatal signal is reported: libc's `Bus error (core dumped)`, UCX's and

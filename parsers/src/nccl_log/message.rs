@@ -52,6 +52,8 @@ pub enum Event<'a> {
     /// `NVLS Bind mem`, ... (2.17+). NCCL sets NVLS up after its rings and
     /// trees, as init's last large step (init.cc 2.17-2.30).
     NvlsSetup,
+    /// A user buffer registered for a collective or by ncclCommRegister (NCCL_REG).
+    BufferRegistration,
     /// `comm 0x.. rank 0 nRanks 8 nNodes 4 localRanks 2 localRank 0 MNNVL 0`.
     CommNodes {
         comm: &'a str,
@@ -187,7 +189,7 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
         b'N' => nccl_or_net(message),
         b'c' => comm_init(message).or_else(|| comm_nodes(message)),
         b'n' => comm_init(message).or_else(|| comm_nodes(message)).or_else(|| rank_count(message)),
-        b'r' => rank_count(message),
+        b'r' => rank_count(message).or_else(|| buffer_registration(message)),
         b'[' => comm_init(message)
             .or_else(|| comm_nodes(message))
             .or_else(|| watchdog(message))
@@ -199,7 +201,10 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
             .map(|n| Event::UsingNetwork(n.trim())),
         b'B' => bootstrap(message),
         b'G' => gdr_for_hca(message),
-        b'P' => graph_search(message).or_else(|| plugin_path(message)).or_else(|| plugin_asked(message)),
+        b'P' => graph_search(message)
+            .or_else(|| plugin_path(message))
+            .or_else(|| plugin_asked(message))
+            .or_else(|| buffer_registration(message)),
         b'I' => init_timings(message),
         b'0'..=b'9' => channel_counts(message).or_else(|| untagged_connection(message)),
         _ => None,
@@ -563,6 +568,37 @@ fn nvls_setup(message: &str) -> Option<Event<'_>> {
     ];
     let step = message.strip_prefix("NVLS ")?;
     STEPS.iter().any(|s| step.starts_with(s)).then_some(Event::NvlsSetup)
+}
+
+/// The NCCL_REG lines of a successful user-buffer registration (register.cc,
+/// transport/net.cc, coll_net.cc, p2p.cc, nvls.cc, 2.19-2.30), after the
+/// `rank N` or `Proxy rank N` that starts most of them. Failures (`failed to
+/// NET register`) are the message table's; deregistration happens at teardown.
+const REGISTRATION_STEPS: &[&str] = &[
+    " - NET register userbuff ",
+    " - NET reuse buffer ",
+    " - COLLNET register userbuff ",
+    " - COLLNET reuse register userbuff ",
+    " - IPC register buffer ",
+    " - IPC registered buffer ",
+    " - IPC registering buffer ",
+    " - IPC reuse buffer ",
+    " - IPC local register buffer ",
+    " - IPC local reuse buffer ",
+    " - IPC graph register buffer ",
+    " successfully registered ",
+    " reuse registered NVLS ",
+    " register success regAddr ",
+];
+
+fn buffer_registration(message: &str) -> Option<Event<'_>> {
+    if message.starts_with("register comm 0x") && message.contains(" buffer ") {
+        return Some(Event::BufferRegistration);
+    }
+    let rest = message.strip_prefix("Proxy rank ").or_else(|| message.strip_prefix("rank "))?;
+    let after_rank = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    (after_rank.len() < rest.len() && REGISTRATION_STEPS.iter().any(|s| after_rank.starts_with(s)))
+        .then_some(Event::BufferRegistration)
 }
 
 /// `NCCL_IB_GID_INDEX set by environment to 3.` / `NCCL_ALGO set by environment to Ring`.
@@ -978,6 +1014,31 @@ mod tests {
 
     /// NVLS multicast setup (transport/nvls.cc 2.17-2.30) is a step of init;
     /// the early support line, the graph's NVLS trees and the teardown are not.
+    #[test]
+    fn buffer_registrations_and_what_is_not_one() {
+        // Wordings of NCCL 2.23-2.31 (register.cc, transport/net.cc, p2p.cc,
+        // nvls.cc); the first three from corpus 2641 (NVIDIA/nccl#2389).
+        for registered in [
+            "rank 0 - NET register userbuff 0x7fe232600000 (handle 0x7fe208458a70), buffSize 25165824",
+            "register comm 0xaf9d8c0 buffer 0x7fe1ec000000 size 402653184",
+            "rank 0 - NET reuse buffer 0x7fe1ec000000 size 402653184 (baseAddr 0x7fe1ec000000 size 402653184) handle 0x7fe2083ef900",
+            "rank 2 - IPC register buffer 0x7f00 size 1048576 (baseAddr 0x7f00 totalSize 1048576 numSegments 1) to peer 3 regAddr 0x7e00 offsetOut 0",
+            "rank 5 - COLLNET register userbuff 0x7f00 (handle 0x1), buffSize 4096, type Send",
+            "rank 1 successfully registered NVLS sendbuff 0x1, recvbuff 0x2, sendbuff size 3, recvbuff size 4, reg sendbuff 0x5, reg recvbuff 0x6",
+            "Proxy rank 4 register success regAddr 0x7f00 size 4096 offset 0 legacyIpcCap 0 sameProcess 0",
+        ] {
+            assert_eq!(parse(registered), Some(Event::BufferRegistration), "{registered}");
+        }
+        for other in [
+            "rank 0 failed to NET register userbuff 0x7f00 buffSize 4096 GDR flag 0",
+            "rank 0 - deregistered net buffer handle 0x7f00",
+            "ranks 0, 1 - NET register userbuff",
+            "register plugin loaded",
+        ] {
+            assert_ne!(parse(other), Some(Event::BufferRegistration), "{other}");
+        }
+    }
+
     #[test]
     fn nvls_setup_steps_and_what_is_not_one() {
         for setup in [

@@ -150,6 +150,7 @@ impl LogParser {
             }
             Event::CommInit(init) => self.comm_init(line, init),
             Event::NvlsSetup => self.nvls_setup += 1,
+            Event::BufferRegistration => self.buffer_registrations += 1,
             Event::CommNodes { comm, nranks, nnodes, .. } => {
                 let index = self.host(line.host).and_then(|h| h.comm_for_pointer(comm, line.pid));
                 let state = match index {
@@ -252,20 +253,47 @@ impl LogParser {
                 None => self.new_comm(id.to_string()),
             },
             (None, None) => {
+                // One process holds several ranks of one communicator only on
+                // several GPUs (ncclCommInitAll, one thread per device): a rank
+                // of this process on this GPU already there is another
+                // communicator of the same size (Megatron's many groups of 2).
+                let same_gpu = |r: &RankInfo| {
+                    r.host.as_deref() == line.host
+                        && r.pid.is_some()
+                        && r.pid == line.pid
+                        && match (r.bus_id, init.bus_id.and_then(|b| BusId::from_nccl_int(b).ok())) {
+                            (Some(held), Some(this)) => held == this,
+                            _ => r.cuda_dev.is_some() && r.cuda_dev == init.cuda_dev,
+                        }
+                };
+                // The same rank of the same process under another pointer (a
+                // known pointer was found above) is another communicator too.
                 let fits = |c: &CommState| {
                     c.nranks == Some(init.nranks)
                         && !c.id.starts_with("0x")
-                        && c.ranks.get(&init.rank).is_none_or(|r| r.host.as_deref() == line.host && r.pid == line.pid)
+                        && c.ranks
+                            .get(&init.rank)
+                            .is_none_or(|r| r.host.as_deref() == line.host && r.pid == line.pid && r.pid.is_none())
+                        && !c.ranks.values().any(same_gpu)
                 };
                 match self.comms.iter().rposition(fits) {
                     Some(i) => i,
                     None => {
-                        let id = format!("nranks-{}-{}", init.nranks, self.comms.len());
+                        let id = format!("{SIZE_GROUPED}{}-{}", init.nranks, self.comms.len());
                         self.new_comm(id)
                     }
                 }
             }
         };
+        // Lines this thread printed since an earlier COMPLETE were this
+        // communicator's (see `settle_pending`).
+        if let Some(pending) = self.current_index(line).filter(|&p| p != index && self.comms[p].id.starts_with(PENDING))
+        {
+            let mut lines = std::mem::take(&mut self.comms[pending]);
+            lines.id.clear();
+            self.comms[index].absorb(lines);
+        }
+        let started = self.comms[index].started.contains(&init.rank);
         let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
         if !init.ends {
             state.last_collective.clear();
@@ -276,7 +304,11 @@ impl LogParser {
         let thread = (line.pid, line.tid);
         if !init.ends && (state.current_by_thread.contains_key(&thread) || budget.take(Table::Threads, 1)) {
             state.current_by_thread.insert(thread, index);
-            state.current_by_pid.insert(line.pid, index);
+            if state.current_by_pid.insert(line.pid, index).is_some_and(|before| before != index)
+                && state.pids_with_several.len() < MAX_SMALL_TABLE
+            {
+                state.pids_with_several.insert(line.pid);
+            }
         }
         let (comm, budget) = (&mut self.comms[index], &mut self.budget);
         comm.nranks = Some(init.nranks);
@@ -298,6 +330,18 @@ impl LogParser {
             && (comm.rank_hosts.contains_key(&init.rank) || budget.take(Table::RankHosts, 1))
         {
             comm.rank_hosts.insert(init.rank, host.to_string());
+        }
+        if !init.complete && !init.ends {
+            comm.started.insert(init.rank);
+        } else if init.complete && !started && self.comms.len() < MAX_COMMUNICATORS {
+            // No `Init START` opened it: what this thread prints next may
+            // be the next communicator's, printed before its COMPLETE.
+            let pending = self.new_comm(format!("{PENDING}{}", self.comms.len()));
+            self.comms[pending].pending_after = Some(index);
+            let state = &mut self.hosts[self.line_host].1;
+            if state.current_by_thread.contains_key(&thread) {
+                state.current_by_thread.insert(thread, pending);
+            }
         }
     }
 
@@ -327,7 +371,8 @@ impl LogParser {
             self.first_line(format!("via/{}", connection.via), line.message);
         }
         let size = annotated_nranks(line.message);
-        let (comm, budget) = self.current(line);
+        let highest = connection.to.map_or(connection.from, |to| to.max(connection.from));
+        let (comm, budget) = self.current_holding(line, highest);
         comm.coll_nranks = comm.coll_nranks.or(size);
         comm.saw_rank(connection.from);
         connection.to.iter().for_each(|r| comm.saw_rank(*r));

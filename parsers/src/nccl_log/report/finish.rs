@@ -47,7 +47,9 @@ impl LogParser {
             .map(|(h, p)| (rename(h), p))
             .collect();
 
-        let comms = merge_orphans(self.comms, self.orphans);
+        let (comms, orphans) = settle_pending(self.comms, self.orphans);
+        let mut comms = merge_orphans(comms, orphans);
+        mark_shared_sizes(&mut comms);
         // A printed `nNodes` is NCCL's own count: never replaced by a bound.
         let nnodes_printed = comms.iter().any(|c| c.nnodes.is_some());
         let communicators = comms.into_iter().map(|c| c.into_report(&rename)).collect();
@@ -200,6 +202,7 @@ impl LogParser {
                 .collect(),
             init_complete: self.init_complete,
             nvls_setup: self.nvls_setup,
+            buffer_registrations: self.buffer_registrations,
             via: self.via,
             first_lines: self.first_lines,
             timeouts: self.timeouts,

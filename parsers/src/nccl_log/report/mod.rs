@@ -23,7 +23,10 @@ use hosts::{canonical_hosts, fold_cut_heads};
 
 use super::bytes::short_eq;
 use super::catalogue::{CATALOGUE, Level as MessageLevel};
-use super::communicator::{CommState, merge_orphans, transport_kind};
+use super::communicator::{
+    CommState, PENDING, SIZE_GROUPED, UNIDENTIFIED, UNPLACED, mark_shared_sizes, merge_orphans, settle_pending,
+    transport_kind,
+};
 use super::framework;
 use super::limits::{Budget, Table};
 use super::message::{self, Collective, CommInit, ConnectionLine, Event};
@@ -103,6 +106,10 @@ struct HostState {
     pids: BTreeSet<Option<u64>>,
     current_by_thread: FastMap<(Option<u64>, Option<u64>), usize>,
     current_by_pid: FastMap<Option<u64>, usize>,
+    /// Processes that initialised more than one communicator: a line of one
+    /// of their threads that initialised none (an async or proxy thread) is
+    /// of any of them.
+    pids_with_several: BTreeSet<Option<u64>>,
     /// Communicator pointer (as that process printed it) -> (pid, communicator).
     comm_by_pointer: FastMap<String, Vec<(Option<u64>, usize)>>,
     /// Communicator pointer -> (pid, index into `progress`).
@@ -214,6 +221,8 @@ pub struct LogParser {
     logged_path_keys: std::collections::HashSet<(Option<String>, String, String)>,
     /// The communicator of lines whose process printed no init line.
     orphans: Option<usize>,
+    /// The lines no communicator can claim (see [`Self::current_holding`]).
+    unplaced: Option<usize>,
     /// One cap per table over the whole input.
     budget: Budget,
     /// Error-trail lines by (location, code), so the trail is reported from
@@ -240,6 +249,7 @@ pub struct LogParser {
     line_number: u64,
     init_complete: u64,
     nvls_setup: u64,
+    buffer_registrations: u64,
     input_name: String,
     nccl_tests: crate::nccl_tests::NcclTestsParser,
     tuning_table: super::tuning_table::TuningTable,
@@ -914,9 +924,13 @@ impl LogParser {
     /// made, by rank count ([`merge_orphans`]).
     fn current(&mut self, line: &LogLine) -> (&mut CommState, &mut Budget) {
         let index = match self.current_index(line) {
+            Some(i) if self.awaits_own_init(line, i) => self.pending_for_thread(line, Some(i)),
             Some(i) => i,
+            None if self.comms.len() < MAX_COMMUNICATORS && self.host(line.host).is_some() => {
+                self.pending_for_thread(line, None)
+            }
             None => {
-                let index = self.new_comm("unidentified".to_string());
+                let index = self.new_comm(UNIDENTIFIED.to_string());
                 self.orphans = Some(index);
                 index
             }
@@ -924,6 +938,69 @@ impl LogParser {
         let (comm, budget) = (&mut self.comms[index], &mut self.budget);
         comm.saw_host(line.host, budget);
         (comm, budget)
+    }
+
+    /// [`Self::current`] for a line that names ranks up to `highest`: a
+    /// communicator of fewer ranks cannot be its own (a pointer-less line
+    /// printed after a small communicator's init on the same thread, such as
+    /// a larger one's lazily connected P2P channel), nor can the latest of a
+    /// process's several communicators claim a line of a thread that
+    /// initialised none. Such lines are kept apart, of no communicator.
+    fn current_holding(&mut self, line: &LogLine, highest: u32) -> (&mut CommState, &mut Budget) {
+        let current = self.current_index(line);
+        if current.is_some_and(|i| self.awaits_own_init(line, i)) {
+            return self.current(line);
+        }
+        let too_small = current.and_then(|i| self.comms.get(i)).and_then(|c| c.nranks).is_some_and(|n| highest >= n);
+        let other_thread = self.host(line.host).is_some_and(|h| {
+            !h.current_by_thread.contains_key(&(line.pid, line.tid)) && h.pids_with_several.contains(&line.pid)
+        });
+        if !too_small && !other_thread {
+            return self.current(line);
+        }
+        let index = match self.unplaced {
+            Some(i) => i,
+            None => {
+                let index = self.new_comm(UNPLACED.to_string());
+                self.unplaced = Some(index);
+                index
+            }
+        };
+        let (comm, budget) = (&mut self.comms[index], &mut self.budget);
+        comm.saw_host(line.host, budget);
+        (comm, budget)
+    }
+
+    /// Whether a line of a thread that printed no init line yet, in a
+    /// process whose latest communicator `current` no `Init START` opened
+    /// (NCCL before 2.18), waits for its own: such NCCLs initialise a
+    /// communicator on the thread that prints its lines, then its COMPLETE.
+    fn awaits_own_init(&self, line: &LogLine, current: usize) -> bool {
+        let unknown_thread =
+            self.host(line.host).is_some_and(|h| !h.current_by_thread.contains_key(&(line.pid, line.tid)));
+        unknown_thread
+            && self.comms.len() < MAX_COMMUNICATORS
+            && self.comms.get(current).is_some_and(|c| c.nranks.is_some() && c.started.is_empty())
+    }
+
+    /// A pending communicator for this thread's lines until its init line
+    /// (see `settle_pending`); `after` takes them if none comes, or, with
+    /// none, the lines of no known communicator.
+    fn pending_for_thread(&mut self, line: &LogLine, after: Option<usize>) -> usize {
+        if !self.budget.take(Table::Threads, 1) {
+            return match after.or(self.orphans) {
+                Some(i) => i,
+                None => {
+                    let index = self.new_comm(UNIDENTIFIED.to_string());
+                    self.orphans = Some(index);
+                    index
+                }
+            };
+        }
+        let pending = self.new_comm(format!("{PENDING}{}", self.comms.len()));
+        self.comms[pending].pending_after = after;
+        self.hosts[self.line_host].1.current_by_thread.insert((line.pid, line.tid), pending);
+        pending
     }
 
     fn new_comm(&mut self, id: String) -> usize {
