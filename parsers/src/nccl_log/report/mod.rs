@@ -929,12 +929,35 @@ impl LogParser {
             None if self.comms.len() < MAX_COMMUNICATORS && self.host(line.host).is_some() => {
                 self.pending_for_thread(line, None)
             }
-            None => {
-                let index = self.new_comm(UNIDENTIFIED.to_string());
-                self.orphans = Some(index);
-                index
-            }
+            None => self.orphans_index(),
         };
+        self.seen_in(index, line)
+    }
+
+    /// The communicator of lines no init line names yet (see
+    /// [`merge_orphans`]), made on first use.
+    fn orphans_index(&mut self) -> usize {
+        if let Some(index) = self.orphans {
+            return index;
+        }
+        let index = self.new_comm(UNIDENTIFIED.to_string());
+        self.orphans = Some(index);
+        index
+    }
+
+    /// The communicator of lines no communicator can claim (see
+    /// [`Self::current_holding`]), made on first use.
+    fn unplaced_index(&mut self) -> usize {
+        if let Some(index) = self.unplaced {
+            return index;
+        }
+        let index = self.new_comm(UNPLACED.to_string());
+        self.unplaced = Some(index);
+        index
+    }
+
+    /// `comms[index]`, as the communicator of this line's host.
+    fn seen_in(&mut self, index: usize, line: &LogLine) -> (&mut CommState, &mut Budget) {
         let (comm, budget) = (&mut self.comms[index], &mut self.budget);
         comm.saw_host(line.host, budget);
         (comm, budget)
@@ -958,17 +981,8 @@ impl LogParser {
         if !too_small && !other_thread {
             return self.current(line);
         }
-        let index = match self.unplaced {
-            Some(i) => i,
-            None => {
-                let index = self.new_comm(UNPLACED.to_string());
-                self.unplaced = Some(index);
-                index
-            }
-        };
-        let (comm, budget) = (&mut self.comms[index], &mut self.budget);
-        comm.saw_host(line.host, budget);
-        (comm, budget)
+        let index = self.unplaced_index();
+        self.seen_in(index, line)
     }
 
     /// Whether a line of a thread that printed no init line yet, in a
@@ -988,14 +1002,7 @@ impl LogParser {
     /// none, the lines of no known communicator.
     fn pending_for_thread(&mut self, line: &LogLine, after: Option<usize>) -> usize {
         if !self.budget.take(Table::Threads, 1) {
-            return match after.or(self.orphans) {
-                Some(i) => i,
-                None => {
-                    let index = self.new_comm(UNIDENTIFIED.to_string());
-                    self.orphans = Some(index);
-                    index
-                }
-            };
+            return after.unwrap_or_else(|| self.orphans_index());
         }
         let pending = self.new_comm(format!("{PENDING}{}", self.comms.len()));
         self.comms[pending].pending_after = after;
