@@ -369,9 +369,10 @@ pub struct Catalogue {
     /// WARN rows with enough literal text to recognise a line that lost its
     /// prefix, by the first word of their pattern.
     warn_by_word: HashMap<&'static str, Vec<usize>>,
-    /// The framework rows, each with its text's searcher built once: the only
-    /// rows a candidate framework line (on the per-line path) is held against.
-    framework_rows: Vec<(usize, memchr::memmem::Finder<'static>)>,
+    /// The framework rows' texts in one automaton, and each text's row: the
+    /// only rows a candidate framework line (on the per-line path) is held
+    /// against, all found in one pass over the line.
+    framework_rows: Option<(aho_corasick::AhoCorasick, Vec<usize>)>,
 }
 
 /// A row of the table that matched a line.
@@ -385,12 +386,15 @@ impl Catalogue {
     fn shipped() -> Catalogue {
         let mut info_by_word: HashMap<&'static str, Vec<usize>> = HashMap::new();
         let mut warn_by_word: HashMap<&'static str, Vec<usize>> = HashMap::new();
-        let framework_rows = MESSAGES
+        let (rows, texts): (Vec<usize>, Vec<&str>) = MESSAGES
             .iter()
             .enumerate()
             .filter(|(_, m)| m.level == Level::Framework)
-            .map(|(i, m)| (i, memchr::memmem::Finder::new(m.pattern.trim().as_bytes())))
-            .collect();
+            .map(|(i, m)| (i, m.pattern.trim()))
+            .unzip();
+        // Fails only past the automaton's size limits, which a table of a
+        // few hundred short texts is far from (a test holds it built).
+        let framework_rows = aho_corasick::AhoCorasick::new(texts).ok().map(|automaton| (automaton, rows));
         for (i, (row, pattern)) in MESSAGES.iter().zip(PATTERNS).enumerate() {
             let Some(word) = pattern.first_word() else { continue };
             match row.level {
@@ -433,15 +437,21 @@ impl Catalogue {
         let text = nccl_spelling(collapse_spaces(text.trim()));
         let file = source.and_then(|s| s.split(':').next());
         let mut best: Option<(usize, (bool, usize, bool))> = None;
-        // Framework rows: their text anywhere in the line, by prebuilt searchers.
-        let framework_hits = self
+        // Framework rows: their text anywhere in the line, all in one pass;
+        // in table order, which settles ties as the table's order does.
+        let mut framework_hits: Vec<usize> = self
             .framework_rows
             .iter()
             .filter(|_| level == Level::Framework)
-            .filter(|(_, finder)| finder.find(text.as_bytes()).is_some())
-            .map(|(i, _)| *i);
+            .flat_map(|(automaton, rows)| {
+                automaton.find_overlapping_iter(text.as_str()).filter_map(|hit| rows.get(hit.pattern().as_usize()))
+            })
+            .copied()
+            .collect();
+        framework_hits.sort_unstable();
+        framework_hits.dedup();
         let other_rows = (0..self.messages.len()).filter(|_| level != Level::Framework);
-        for i in framework_hits.chain(other_rows) {
+        for i in framework_hits.into_iter().chain(other_rows) {
             let (Some(row), Some(pattern)) = (self.messages.get(i), self.patterns.get(i)) else { continue };
             if row.level != level || pattern.specificity() < 4 {
                 continue;
@@ -664,6 +674,25 @@ mod tests {
         for value in ["LOC", "PIX", "PXB", "0", "2", "", "on"] {
             assert!(!gdr_forced(value), "{value}");
         }
+    }
+
+    #[test]
+    fn every_framework_row_is_searched() {
+        let (automaton, rows) = CATALOGUE.framework_rows.as_ref().expect("the framework rows' automaton");
+        assert_eq!(automaton.patterns_len(), rows.len());
+        assert_eq!(rows.len(), CATALOGUE.messages.iter().filter(|m| m.level == Level::Framework).count());
+        // Rows whose texts overlap in one line are all found, each once held against it.
+        let line =
+            "torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error, ncclSystemError";
+        let hits: std::collections::BTreeSet<&str> = automaton
+            .find_overlapping_iter(line)
+            .filter_map(|hit| rows.get(hit.pattern().as_usize()))
+            .filter_map(|&i| CATALOGUE.messages.get(i).map(|m| m.pattern))
+            .collect();
+        for text in ["unhandled system error", "ncclSystemError", "NCCL error in:"] {
+            assert!(hits.iter().any(|h| h.contains(text)), "{text} not among {hits:?}");
+        }
+        assert!(CATALOGUE.classify(Level::Framework, line).is_some());
     }
 
     #[test]
