@@ -289,8 +289,7 @@ impl LogParser {
         // communicator's (see `settle_pending`).
         if let Some(pending) = self.current_index(line).filter(|&p| p != index && self.comms[p].id.starts_with(PENDING))
         {
-            let mut lines = std::mem::take(&mut self.comms[pending]);
-            lines.id.clear();
+            let lines = std::mem::take(&mut self.comms[pending]);
             self.comms[index].absorb(lines);
         }
         let started = self.comms[index].started.contains(&init.rank);

@@ -923,15 +923,36 @@ impl LogParser {
     /// created last: which one they belong to is decided when the report is
     /// made, by rank count ([`merge_orphans`]).
     fn current(&mut self, line: &LogLine) -> (&mut CommState, &mut Budget) {
-        let index = match self.current_index(line) {
-            Some(i) if self.awaits_own_init(line, i) => self.pending_for_thread(line, Some(i)),
+        let index = self.place(line, None);
+        self.seen_in(index, line)
+    }
+
+    /// The communicator of a line without a comm pointer, looked up once: a
+    /// line of the communicator its thread waits to initialise, or, for a line
+    /// naming ranks up to `highest` that its thread's communicator cannot own
+    /// (see [`Self::current_holding`]), none; else the thread's or process's.
+    fn place(&mut self, line: &LogLine, highest: Option<u32>) -> usize {
+        let current = self.current_index(line);
+        if let Some(i) = current.filter(|&i| self.awaits_own_init(line, i)) {
+            return self.pending_for_thread(line, Some(i));
+        }
+        if let Some(highest) = highest {
+            let too_small =
+                current.and_then(|i| self.comms.get(i)).and_then(|c| c.nranks).is_some_and(|n| highest >= n);
+            let other_thread = self.host(line.host).is_some_and(|h| {
+                !h.current_by_thread.contains_key(&(line.pid, line.tid)) && h.pids_with_several.contains(&line.pid)
+            });
+            if too_small || other_thread {
+                return self.unplaced_index();
+            }
+        }
+        match current {
             Some(i) => i,
             None if self.comms.len() < MAX_COMMUNICATORS && self.host(line.host).is_some() => {
                 self.pending_for_thread(line, None)
             }
             None => self.orphans_index(),
-        };
-        self.seen_in(index, line)
+        }
     }
 
     /// The communicator of lines no init line names yet (see
@@ -970,18 +991,7 @@ impl LogParser {
     /// process's several communicators claim a line of a thread that
     /// initialised none. Such lines are kept apart, of no communicator.
     fn current_holding(&mut self, line: &LogLine, highest: u32) -> (&mut CommState, &mut Budget) {
-        let current = self.current_index(line);
-        if current.is_some_and(|i| self.awaits_own_init(line, i)) {
-            return self.current(line);
-        }
-        let too_small = current.and_then(|i| self.comms.get(i)).and_then(|c| c.nranks).is_some_and(|n| highest >= n);
-        let other_thread = self.host(line.host).is_some_and(|h| {
-            !h.current_by_thread.contains_key(&(line.pid, line.tid)) && h.pids_with_several.contains(&line.pid)
-        });
-        if !too_small && !other_thread {
-            return self.current(line);
-        }
-        let index = self.unplaced_index();
+        let index = self.place(line, Some(highest));
         self.seen_in(index, line)
     }
 
