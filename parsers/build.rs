@@ -57,6 +57,8 @@ struct Message {
     off_node: bool,
     #[serde(default)]
     bare: bool,
+    #[serde(default)]
+    at_exit: bool,
 }
 
 #[derive(Deserialize)]
@@ -225,6 +227,7 @@ const SCOPES: &[(&str, &str)] = &[
     ("rdma", "Rdma"),
     ("nvls", "Nvls"),
     ("gdr-forced", "GdrForced"),
+    ("slingshot", "Slingshot"),
 ];
 
 const SEVERITIES: &[(&str, &str)] = &[("info", "Info"), ("warning", "Warning"), ("error", "Error")];
@@ -275,7 +278,7 @@ fn main() {
         let also: Vec<String> = m.also.iter().map(|a| lit(a)).collect();
         let _ = writeln!(
             out,
-            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {}, needs_peers: {}, off_node: {}, bare: {} }},",
+            "    Message {{ pattern: {}, level: {}, versions: {}, source: {}, class: {}, severity: {}, why: {}, fix: {}, also: &[{}], only_in: {}, carries: {}, after_failure: {}, needs_peers: {}, off_node: {}, bare: {}, at_exit: {} }},",
             lit(&m.pattern),
             variant("Level", &m.level, LEVELS, &row),
             opt(&m.versions),
@@ -290,7 +293,8 @@ fn main() {
             m.after_failure,
             m.needs_peers,
             m.off_node,
-            m.bare
+            m.bare,
+            m.at_exit
         );
         let compiled = pattern::Pattern::new(&m.pattern);
         let literals: Vec<String> = compiled.literals().iter().map(|l| lit(l)).collect();

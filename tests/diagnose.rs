@@ -667,6 +667,11 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         // NVLS pinned with NCCL_ALGO on two H100s (slower than Ring): the
         // setting is in the job's command, not echoed in the log.
         ("2425-", "env-override"),
+        // Polaris over Slingshot: the broadcast hung until the job set the
+        // libfabric CXI provider's FI_CXI_* variables (the same site's rerun);
+        // no line echoes them. The timeout's suspects list them second, behind
+        // the NCCL_NET_GDR_LEVEL=PHB the job forced.
+        ("2900-", "configuration-error"),
     ];
     // Causes the lines do show that topo does not read yet, each a miss to
     // take up (none now: 1980's application exception before a bare NCCL
@@ -812,7 +817,7 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         expected += truth.expected_classes.len();
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
-    assert!(causes >= 445, "{causes} established causes");
+    assert!(causes >= 448, "{causes} established causes");
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len() + NOT_READ_YET.len(), "{unreadable:?}");
@@ -1474,4 +1479,88 @@ fn communicators_of_one_process_stay_apart_without_pointers() {
         assert!(!codes.contains(&wrong), "{wrong} in {codes:?}");
     }
     assert!(codes.contains(&"gdr-disabled"), "{codes:?}");
+}
+
+/// A run that finished and tore its communicators down: NCCL's proxy
+/// service complains as ncclCommAbort closes its sockets (2943, a Dell MLPerf
+/// RetinaNet run that logged `run_stop` success; 1880, 64 H100s under PyTorch's
+/// destructor warning), and nothing else failed: the complaints are said as
+/// the teardown, at information severity, with no error in the report. Where
+/// the log does not show the end (2702), a warning; where something else
+/// failed (1701, a node lost mid-run), they stay symptoms of that failure.
+#[test]
+fn a_finished_runs_teardown_is_no_failure() {
+    let found = |prefix: &str| findings(&[log(prefix).to_str().unwrap(), "--log-only"]);
+    let retinanet = found("2943-");
+    assert!(retinanet.iter().all(|f| f.severity < Severity::Error), "{retinanet:?}");
+    for code in ["proxy-failure", "internal-error", "comm-aborted"] {
+        let finding = retinanet.iter().find(|f| f.code == code).unwrap_or_else(|| panic!("{code}: {retinanet:?}"));
+        assert_eq!(finding.severity, Severity::Info, "{finding:?}");
+        assert!(finding.why.contains("tear their communicators down"), "{}", finding.why);
+    }
+    let mlperf = found("1880-");
+    let proxy = mlperf.iter().find(|f| f.code == "proxy-failure").expect("the proxy's complaints");
+    assert_eq!(proxy.severity, Severity::Info, "{proxy:?}");
+    let unseen = found("2702-");
+    let proxy = unseen.iter().find(|f| f.code == "proxy-failure").expect("the proxy's complaints");
+    assert_eq!(proxy.severity, Severity::Warning, "{proxy:?}");
+    assert!(proxy.why.contains("does not show the end"), "{}", proxy.why);
+
+    let lost = found("1701-");
+    assert!(lost.iter().any(|f| f.severity == Severity::Error), "{lost:?}");
+    assert!(lost.iter().all(|f| !f.why.contains("tear their communicators down")), "{lost:?}");
+    // A healthy run's `Abort COMPLETE` lines are its end, not an earlier fault (2901).
+    let healthy = found("2901-");
+    let abort = healthy.iter().find(|f| f.code == "comm-aborted").expect("Abort COMPLETE");
+    assert!(abort.why.starts_with("The communicators were aborted at the end of the run"), "{}", abort.why);
+}
+
+/// aws-ofi-nccl failing to start is no failure of the job by itself: NCCL
+/// leaves the plugin and goes on over its own transports. 1267 (a g5 whose
+/// container has no EFA) and 1907 (EKS g6e, four nodes) said an error before;
+/// the plugin's own later releases print `No eligible providers` at INFO.
+/// Libfabric's tcp provider under the plugin is TCP sockets (1482).
+#[test]
+fn a_net_plugin_that_does_not_start_is_no_failure_by_itself() {
+    let found = |prefix: &str| findings(&[log(prefix).to_str().unwrap(), "--log-only"]);
+    for prefix in ["1267-", "1907-", "1767-"] {
+        let report = found(prefix);
+        let plugin = report.iter().find(|f| f.code == "net-plugin-failure").expect("the plugin's failure");
+        assert!(plugin.severity < Severity::Error, "{prefix}: {plugin:?}");
+        assert!(report.iter().all(|f| f.severity < Severity::Error), "{prefix}: {report:?}");
+    }
+    let tcp = found("1482-");
+    let sockets = tcp.iter().find(|f| f.code == "net-socket-fallback").expect("libfabric's tcp provider");
+    assert!(sockets.evidence.iter().any(|e| e.text.contains("Selected provider is tcp")), "{:?}", sockets.evidence);
+}
+
+/// A hung collective over HPE Slingshot (aws-ofi-nccl on libfabric's cxi
+/// provider; 2900, met blind, whose site fixed it with FI_CXI_* settings):
+/// the provider's settings are a suspect, behind the GPUDirect level the job
+/// forced (NCCL_NET_GDR_LEVEL=PHB, which 1361 and 1367 established).
+#[test]
+fn slingshot_timeouts_suspect_the_cxi_provider_settings() {
+    let hung = findings(&[log("2900-").to_str().unwrap(), "--log-only", "--hung"]);
+    let timeout = hung.iter().find(|f| f.code == "collective-timeout").expect("the broadcast's timeout");
+    let suspects = timeout.suspects.as_ref().expect("suspects");
+    let order: Vec<&str> = suspects.list.iter().map(|s| s.code.as_str()).collect();
+    assert_eq!(order[..2], ["gdr-path-broken", "configuration-error"], "{order:?}");
+    assert!(suspects.list[1].check.contains("FI_CXI_RDZV_GET_MIN"), "{:?}", suspects.list[1]);
+    // Where the lines show no cxi provider, its settings do not lead (1704,
+    // GKE A3 over TCP sockets).
+    let elsewhere = findings(&[log("1704-").to_str().unwrap(), "--log-only", "--hung"]);
+    let timeout = elsewhere.iter().find(|f| f.code == "collective-timeout").expect("timeout");
+    let first = timeout.suspects.as_ref().map(|s| s.list[0].code.as_str());
+    assert_ne!(first, Some("configuration-error"), "{timeout:?}");
+}
+
+/// RCCL's `cuMem support requires VMM RDMA support` (2963, two Radeon
+/// 7900 XTX, met blind): the GPU lacks VMM with RDMA, RCCL allocates the
+/// older way and the job goes on.
+#[test]
+fn rccl_without_vmm_rdma_is_cumem_unsupported() {
+    let found = findings(&[log("2963-").to_str().unwrap(), "--log-only"]);
+    let cumem = found.iter().find(|f| f.code == "cumem-unsupported").expect("cuMem off");
+    assert_eq!(cumem.severity, Severity::Warning, "{cumem:?}");
+    assert!(found.iter().all(|f| f.code != "nccl-warning"), "{found:?}");
 }

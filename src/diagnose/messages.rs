@@ -160,7 +160,9 @@ pub(super) fn findings(report: &NcclReport, scope: super::Scope) -> (Vec<Finding
     let mut said: Vec<Said> = Vec::new();
     said.extend(report.warnings.iter().map(|warning| said_as(warning, Level::Warn)));
     // Lines every run prints at its end speak only beside a failure.
-    let failed = fatal(report) || !report.warnings.is_empty() || !report.framework_errors.is_empty();
+    // A framework's own teardown line (its destructor at exit) is no failure.
+    let at_exit = |w: &Warning| CATALOGUE.classify(Level::Framework, &w.text).is_some_and(|m| m.row.at_exit);
+    let failed = fatal(report) || !report.warnings.is_empty() || report.framework_errors.iter().any(|w| !at_exit(w));
     // Every communicator the log sizes has one rank: lines about peers say nothing.
     let mut sizes = report.communicators.iter().filter_map(|c| c.nranks).peekable();
     let alone = sizes.peek().is_some() && sizes.all(|n| n == 1);

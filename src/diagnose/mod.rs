@@ -12,6 +12,7 @@ mod requested;
 mod rules;
 mod settings;
 mod suspects;
+mod teardown;
 
 use topo_model::nccl::NcclReport;
 use topo_model::{Finding, Snapshot};
@@ -41,6 +42,10 @@ pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool)
     let (mut findings, cause) = messages::findings(report, inputs.scope);
     findings.extend(rules::RULES.iter().filter_map(|rule| rule(&inputs)));
     let mut findings = merge_same_code(findings);
+    // A finished run's teardown, unless its user says the job hung.
+    if let Some(teardown) = teardown::judged(report).filter(|_| !hung) {
+        teardown::soften(&mut findings, report, teardown);
+    }
     for finding in &mut findings {
         // A log-wide fact applies to every host the log names.
         if finding.hosts.is_empty() && finding.ranks.is_empty() {

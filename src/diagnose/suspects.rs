@@ -43,6 +43,11 @@ pub(super) fn attach(
     // A GPUDirect path the job forced past NCCL's own limit is the data
     // path's first suspect: the job chose it, and turning it off is the test.
     let forced = report.env_overrides.iter().any(|e| e.name == "NCCL_NET_GDR_LEVEL" && catalogue::gdr_forced(&e.value));
+    // Slingshot's provider settings lead before progress made: its rendezvous
+    // breaks the first large transfer, after small collectives went through.
+    if catalogue::slingshot(&report.network.devices) {
+        shown.insert(0, catalogue::Scope::Slingshot);
+    }
     if forced {
         shown.insert(0, catalogue::Scope::GdrForced);
     }

@@ -132,6 +132,12 @@ pub struct Message {
     /// (`Cuda failure 999 'unknown error'`, include/checks.h's wording, which
     /// frameworks spell `CUDA error`): a pasted line of it alone is NCCL output.
     pub bare: bool,
+    /// A line processes print as they tear their communicators down (the
+    /// proxy service thread's socket calls failing under an abort, `Abort
+    /// COMPLETE`, a framework's destructor): noise at the end of a run that
+    /// finished, a symptom where anything else in the log failed (see
+    /// `src/diagnose/teardown.rs`).
+    pub at_exit: bool,
 }
 
 /// The subsystem an NCCL source file belongs to.
@@ -233,6 +239,17 @@ pub enum Scope {
     /// (`NCCL_NET_GDR_LEVEL` at PHB or SYS, see [`gdr_forced`]): the path
     /// NCCL would not have chosen carries the data.
     GdrForced,
+    /// The network is HPE Slingshot: aws-ofi-nccl over libfabric's `cxi`
+    /// provider (see [`slingshot`]), whose provider settings decide whether
+    /// large GPU-memory transfers complete.
+    Slingshot,
+}
+
+/// Whether the network devices NCCL listed are libfabric's `cxi` provider
+/// (`NET/OFI Selected Provider is cxi (found 4 nics)`, or its NICs `cxi0`...
+/// by name): HPE Slingshot.
+pub fn slingshot(devices: &[String]) -> bool {
+    devices.iter().any(|d| d.starts_with("cxi"))
 }
 
 /// Whether a `NCCL_NET_GDR_LEVEL` value lets GPUDirect RDMA cross a host

@@ -364,6 +364,12 @@ impl LogParser {
         if self.held_warn.is_some() && self.warn_goes_on(text) {
             return;
         }
+        self.read_text(text);
+    }
+
+    /// Reads one line's text (its wrappers off, a held WARN's continuation
+    /// already taken).
+    fn read_text(&mut self, text: &str) {
         // Most of a long log is COLL lines in NCCL's plain prefix: read those
         // without the general splitter's full-line scan. (A line with another
         // process's prefix glued in fails the COLL shape and takes the general path.)
@@ -386,6 +392,9 @@ impl LogParser {
             && let Some(op) = message::collective(line.message)
         {
             self.nccl_lines += 1;
+            if let Some(repaired) = self.repaired_host(text, &line) {
+                return self.read_text(&repaired);
+            }
             self.line_host = self.host_slot(line.host);
             let (state, budget) = (&mut self.hosts[self.line_host].1, &mut self.budget);
             state.lines += 1;
@@ -400,7 +409,53 @@ impl LogParser {
         if line.interrupted && self.read_glued(text) {
             return;
         }
+        if let Some(repaired) = self.repaired_host(text, &line) {
+            return self.read_text(&repaired);
+        }
         self.read_split(text, line);
+    }
+
+    /// The line with its host name made whole where another process's write
+    /// cut its head off (see [`Self::host_of_cut_name`]); `None` for a line
+    /// whose host is known or not so cut. (Junk glued before a name is
+    /// folded at the end, by line counts: `hosts::canonical_hosts`.)
+    fn repaired_host(&self, text: &str, line: &LogLine) -> Option<String> {
+        let host = line.host?;
+        if self.host_index.contains_key(host) {
+            return None;
+        }
+        let whole = self.host_of_cut_name(host, line.pid)?;
+        let at = Self::offset_in(text, host)?;
+        Some(format!("{}{whole}{}", &text[..at], &text[at + host.len()..]))
+    }
+
+    /// Where `part`, a slice of `text`, starts in it.
+    fn offset_in(text: &str, part: &str) -> Option<usize> {
+        let at = (part.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+        (text.get(at..at + part.len()) == Some(part)).then_some(at)
+    }
+
+    /// The known host whose name ends with `cut` and whose lines already
+    /// hold this process: the rest of a line whose start another process's
+    /// line took (`x3207c0s25b0` glued before another line, then
+    /// `n0:3793505:...` on a line of its own).
+    fn host_of_cut_name(&self, cut: &str, pid: Option<u64>) -> Option<&str> {
+        pid?;
+        if self.host_index.len() > 4096 {
+            return None;
+        }
+        // The part the other line took begins a name, not markup (a markdown
+        // quote's backtick) or another message's end glued before a name
+        // (`[senx3005c0s31b0n0`, seen once): the whole name has lines of its own.
+        let mut owners = self.hosts.iter().filter(|(name, state)| {
+            name.len() > cut.len()
+                && name.ends_with(cut)
+                && name.as_bytes()[0].is_ascii_alphanumeric()
+                && state.lines >= 2
+                && state.pids.contains(&pid)
+        });
+        let (name, _) = owners.next()?;
+        owners.next().is_none().then_some(name.as_str())
     }
 
     /// Two writes on one line (another process's prefix in the middle, with or
