@@ -1564,3 +1564,29 @@ fn rccl_without_vmm_rdma_is_cumem_unsupported() {
     assert_eq!(cumem.severity, Severity::Warning, "{cumem:?}");
     assert!(found.iter().all(|f| f.code != "nccl-warning"), "{found:?}");
 }
+
+/// What NCCL itself goes on after is no error of the job: an IB port's
+/// management event it calls non-fatal (166, `client reregistration`), the RAS
+/// client port another process on the host already holds (1625, 2.30: ras.cc
+/// ignores the bind), NVML without peer-to-peer status on a Jetson (2023), and
+/// a CollNet setup that fell back to the network, whose trail ends in `-> 3`
+/// (2941, SHARP without its aggregation manager, met blind).
+#[test]
+fn what_nccl_goes_on_after_is_no_error_of_the_job() {
+    let found = |prefix: &str| findings(&[log(prefix).to_str().unwrap(), "--log-only"]);
+    let event = found("166-");
+    let verbs = event.iter().find(|f| f.code == "ib-verbs-failure").expect("the async event");
+    assert_eq!(verbs.severity, Severity::Warning, "{verbs:?}");
+    assert!(verbs.why.contains("non-fatal"), "{}", verbs.why);
+    let ras = found("1625-");
+    let bind = ras.iter().find(|f| f.evidence.iter().any(|e| e.text.contains("Call to bind failed"))).expect("bind");
+    assert_eq!((bind.code.as_str(), bind.severity), ("configuration-error", Severity::Info), "{bind:?}");
+    assert!(ras.iter().all(|f| f.code != "bootstrap-connect-failure"), "{ras:?}");
+    let jetson = found("2023-");
+    assert!(jetson.iter().all(|f| f.severity < Severity::Error), "{jetson:?}");
+    let sharp = found("2941-");
+    let verdict = sharp.iter().find(|f| f.code == "internal-error").expect("the trail's verdict");
+    assert_eq!(verdict.severity, Severity::Info, "{verdict:?}");
+    let collnet = sharp.iter().find(|f| f.code == "collnet-failure").expect("SHARP's failure");
+    assert_eq!(collnet.severity, Severity::Warning, "{collnet:?}");
+}

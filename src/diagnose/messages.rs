@@ -253,10 +253,13 @@ pub(super) fn findings(report: &NcclReport, scope: super::Scope) -> (Vec<Finding
         for class in verdicts_of_trail(report) {
             if !out.iter().any(|f| f.code == class) {
                 let evidence: Vec<Evidence> = trail_summary(report).into_iter().collect();
-                // Beside a cause the messages name, NCCL's verdict is context.
+                // Beside a cause the messages name, NCCL's verdict is context;
+                // so it is in a job the log does not show failing: every trail
+                // there is one NCCL went past (init completed), as a CollNet
+                // setup that falls back to the network (`coll_net.h:21 -> 3`).
                 let named = fatal && causal.as_deref().is_some_and(|c| c != UNEXPLAINED_ERROR && c != class);
                 let severity = match CATALOGUE.class(class).and_then(|c| c.severity) {
-                    _ if named => Severity::Info,
+                    _ if named || !fatal => Severity::Info,
                     Some(catalogue::Severity::Error) => Severity::Error,
                     _ => Severity::Warning,
                 };
