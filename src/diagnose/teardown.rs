@@ -8,12 +8,13 @@
 //! 2.30 prints the failed accept at INFO level for that reason (proxy.cc).
 //!
 //! Each such line is a message-table row marked `at_exit`. Where every WARN
-//! of the log is one, nothing else failed (no watchdog timeout, no framework
-//! error, no trail with another result than ncclInternalError, no trail
-//! before init completed), the findings they make are the run's teardown: information
-//! when the log shows the teardown itself (`Abort COMPLETE`, the framework's
-//! destructor warning), a warning when it does not (the job may not have
-//! finished). Anything else failing makes them symptoms again.
+//! of the log is one and nothing else failed (no watchdog timeout, no
+//! framework error, no trail with another result than ncclInternalError, no
+//! trail before init completed), the findings they make are the run's
+//! teardown: information when the log shows the teardown itself (`Abort
+//! COMPLETE`, the framework's destructor warning), a warning when it does not
+//! (the job may not have finished). Anything else failing makes them
+//! symptoms again.
 
 use topo_model::nccl::{NcclReport, Warning};
 use topo_model::{Finding, Severity};

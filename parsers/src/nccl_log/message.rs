@@ -184,7 +184,8 @@ pub fn parse(message: &str) -> Option<Event<'_>> {
     }
     let by_shape = match first {
         b'C' => channel_line(message).or_else(|| collnet_line(message)).or_else(|| net_device_without_pci(message)),
-        b'R' => ring_line(message).or_else(|| rccl_version(message)),
+        b'R' => ring_line(message).or_else(|| rccl_version(message)).or_else(|| fork_env(message)),
+        b'M' => fork_env(message),
         b'T' => trees(message).or_else(|| graph_tree(message)),
         b'N' => nccl_or_net(message),
         b'c' => comm_init(message).or_else(|| comm_nodes(message)),
@@ -599,6 +600,14 @@ fn buffer_registration(message: &str) -> Option<Event<'_>> {
     let after_rank = rest.trim_start_matches(|c: char| c.is_ascii_digit());
     (after_rank.len() < rest.len() && REGISTRATION_STEPS.iter().any(|s| after_rank.starts_with(s)))
         .then_some(Event::BufferRegistration)
+}
+
+/// A setting of NCCL's forks, echoed by NCCL's own parameter code:
+/// `RCCL_MSCCL_ENABLE set by environment to 0` (RCCL), `MSCCL_XML_FILES set by
+/// environment to /path.xml` (Microsoft's MSCCL).
+fn fork_env(message: &str) -> Option<Event<'_>> {
+    let rest = message.strip_prefix("RCCL_").or_else(|| message.strip_prefix("MSCCL_"))?;
+    rest.contains(" set by environment to ").then(|| env(message, rest)).flatten()
 }
 
 /// `NCCL_IB_GID_INDEX set by environment to 3.` / `NCCL_ALGO set by environment to Ring`.
@@ -1089,6 +1098,16 @@ mod tests {
             parse("NCCL_SOCKET_IFNAME set by environment to eth0"),
             Some(Event::Env { name: "NCCL_SOCKET_IFNAME", value: "eth0" })
         );
+        // NCCL's forks echo their own settings the same way (RCCL, MSCCL).
+        assert_eq!(
+            parse("RCCL_MSCCL_ENABLE set by environment to 0."),
+            Some(Event::Env { name: "RCCL_MSCCL_ENABLE", value: "0" })
+        );
+        assert_eq!(
+            parse("MSCCL_XML_FILES set by environment to /x/allreduce.xml"),
+            Some(Event::Env { name: "MSCCL_XML_FILES", value: "/x/allreduce.xml" })
+        );
+        assert_eq!(parse("RCCL version : unknown"), None);
         assert_eq!(
             parse("NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"),
             Some(Event::NetDevices(vec!["mlx5_0:1/RoCE", "mlx5_1:1/RoCE"]))
