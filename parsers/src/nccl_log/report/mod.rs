@@ -421,7 +421,8 @@ impl LogParser {
     /// folded at the end, by line counts: `hosts::canonical_hosts`.)
     fn repaired_host(&self, text: &str, line: &LogLine) -> Option<String> {
         let host = line.host?;
-        if self.host_index.contains_key(host) {
+        // Most lines come from the previous line's host: compared before hashing.
+        if self.hosts.get(self.line_host).is_some_and(|(name, _)| name == host) || self.host_index.contains_key(host) {
             return None;
         }
         let whole = self.host_of_cut_name(host, line.pid)?;
