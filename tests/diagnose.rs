@@ -677,6 +677,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
     // take up (none now: 1980's application exception before a bare NCCL
     // error is read as the peer that went away).
     const NOT_READ_YET: &[(&str, &str)] = &[];
+    // Non-fatal logs that still get an error-severity finding (the closing
+    // note lists why: teardown seen only through a framework's exception,
+    // excerpts whose trail ends before init completes, ...): no more.
+    const FALSE_ALARMS_AT_MOST: usize = 19;
     // Failures whose lines name no cause (a bare `unhandled system error`,
     // an `internal error`, a watchdog timeout with nothing earlier, rings
     // that do not close): the thread's cause is the first suspect topo lists
@@ -768,6 +772,10 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         ("2124-", "p2p-disabled"),
     ];
     let (mut expected, mut raised, mut causes, mut suspected) = (0, 0, 0, 0);
+    // Logs of jobs that did not fail (the truth's `fatal: false`, and no hang
+    // its user reports: healthy, finished, or recovered) with an
+    // error-severity finding: false alarms.
+    let mut alarms = Vec::new();
     let mut unreadable = Vec::new();
     let mut problems = Vec::new();
     for truth in truths.iter().filter(|t| t.file.as_str() >= "100") {
@@ -785,6 +793,9 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
             Err(stderr) => panic!("{}: {stderr}", truth.file),
         };
         let codes: Vec<String> = found.iter().flat_map(|f| alias(&f.code)).collect();
+        if truth.fatal == Some(false) && !truth.hung && found.iter().any(|f| f.severity == Severity::Error) {
+            alarms.push(truth.file.clone());
+        }
         // A failure the lines show (not one only the thread tells) needs a finding.
         let shown = truth.fatal == Some(true) && truth.first_causal_line.is_some() || text.contains("NCCL WARN");
         if shown && found.is_empty() && !refused {
@@ -818,6 +829,9 @@ fn hand_read_causes_and_classes_of_unseen_logs() {
         raised += truth.expected_classes.iter().filter(|c| codes.contains(c)).count();
     }
     assert!(causes >= 448, "{causes} established causes");
+    // 45 of the 313 non-fatal logs when counted (fifteenth session), before a
+    // finished run's teardown and what NCCL goes on after were read as such.
+    assert!(alarms.len() <= FALSE_ALARMS_AT_MOST, "{} false alarms: {alarms:?}", alarms.len());
     assert_eq!(suspected, FIRST_SUSPECT.len());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert_eq!(unreadable.len(), NOT_IN_THE_LINES.len() + NOT_READ_YET.len(), "{unreadable:?}");
