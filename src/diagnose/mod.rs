@@ -44,7 +44,7 @@ pub fn diagnose_job(report: &NcclReport, machine: Option<&Snapshot>, hung: bool)
     let mut findings = merge_same_code(findings);
     // A finished run's teardown, unless its user says the job hung.
     if let Some(teardown) = teardown::judged(report).filter(|_| !hung) {
-        teardown::soften(&mut findings, report, teardown);
+        teardown::soften(&mut findings, report, &teardown);
     }
     for finding in &mut findings {
         // A log-wide fact applies to every host the log names.

@@ -27,45 +27,41 @@ const INTERNAL_ERROR: i64 = 3;
 const INTERNAL_ERROR_CODE: &str = "internal-error";
 
 /// What the log shows of a run's end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Teardown {
     /// The log shows the teardown itself (`Abort COMPLETE`, a framework's
     /// destructor at exit), not only lines it would print.
     pub(super) seen: bool,
+    /// The classes of the teardown's lines: the findings said as the end.
+    classes: Vec<&'static str>,
 }
 
-/// Whether the log's complaints are all a finished run's teardown.
+/// Whether the log's complaints are all a finished run's teardown (each
+/// message classified once).
 pub(super) fn judged(report: &NcclReport) -> Option<Teardown> {
-    if super::messages::fatal(report) {
+    if super::messages::fatal(report) || report.error_codes.iter().any(|e| e.code != 0 && e.code != INTERNAL_ERROR) {
         return None;
     }
     let at_exit = |level: Level, w: &Warning| {
-        CATALOGUE.classify_at(level, &w.text, w.source.as_deref()).is_some_and(|m| m.row.at_exit)
+        CATALOGUE.classify_at(level, &w.text, w.source.as_deref()).map(|m| m.row).filter(|row| row.at_exit)
     };
-    if !report.warnings.iter().all(|w| at_exit(Level::Warn, w)) {
-        return None;
-    }
-    if report.error_codes.iter().any(|e| e.code != 0 && e.code != INTERNAL_ERROR) {
-        return None;
-    }
-    let seen = report.notices.iter().any(|w| at_exit(Level::Info, w))
-        || report.framework_errors.iter().any(|w| at_exit(Level::Framework, w));
-    (seen || !report.warnings.is_empty()).then_some(Teardown { seen })
+    // Every WARN must be one the teardown prints.
+    let mut classes =
+        report.warnings.iter().map(|w| Some(at_exit(Level::Warn, w)?.class)).collect::<Option<Vec<_>>>()?;
+    let warned = classes.len();
+    let ends = report
+        .notices
+        .iter()
+        .map(|w| (Level::Info, w))
+        .chain(report.framework_errors.iter().map(|w| (Level::Framework, w)));
+    classes.extend(ends.filter_map(|(level, w)| at_exit(level, w)).map(|row| row.class));
+    let seen = classes.len() > warned;
+    (!classes.is_empty()).then_some(Teardown { seen, classes })
 }
 
 /// The findings of a finished run's teardown, said as such.
-pub(super) fn soften(findings: &mut [Finding], report: &NcclReport, teardown: Teardown) {
+pub(super) fn soften(findings: &mut [Finding], report: &NcclReport, teardown: &Teardown) {
     let severity = if teardown.seen { Severity::Info } else { Severity::Warning };
-    let classes: Vec<&str> = report
-        .warnings
-        .iter()
-        .map(|w| (Level::Warn, w))
-        .chain(report.notices.iter().map(|w| (Level::Info, w)))
-        .chain(report.framework_errors.iter().map(|w| (Level::Framework, w)))
-        .filter_map(|(level, w)| CATALOGUE.classify_at(level, &w.text, w.source.as_deref()))
-        .filter(|m| m.row.at_exit)
-        .map(|m| m.row.class)
-        .collect();
     let end = if teardown.seen {
         "the log shows the teardown itself (`Abort COMPLETE`, or the framework's destructor at exit)"
     } else {
@@ -88,7 +84,7 @@ pub(super) fn soften(findings: &mut [Finding], report: &NcclReport, teardown: Te
     };
     for finding in findings.iter_mut() {
         let trail = finding.code == INTERNAL_ERROR_CODE;
-        if !trail && !classes.contains(&finding.code.as_str()) {
+        if !trail && !teardown.classes.contains(&finding.code.as_str()) {
             continue;
         }
         finding.severity = finding.severity.min(severity);

@@ -451,7 +451,7 @@ impl LogParser {
         let mut owners = self.hosts.iter().filter(|(name, state)| {
             name.len() > cut.len()
                 && name.ends_with(cut)
-                && name.as_bytes()[0].is_ascii_alphanumeric()
+                && name.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
                 && state.lines >= 2
                 && state.pids.contains(&pid)
         });
